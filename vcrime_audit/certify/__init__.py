@@ -1,0 +1,49 @@
+"""C3LLM certification: query graphs, Markov conversation distributions, Clopper–Pearson bounds.
+
+Typical use (playing each turn against a model is the caller's job)::
+
+    spec = load_query_file(DEMO_QUERY_FILE)
+    graph = build_graph(spec)
+    dist = make_distribution("adaptive_rejection", graph)
+    layer = JailbreakLayer(spec.jailbreak_templates, p)
+    walk = AugmentedWalk(dist.start(conversation_rng(seed, i)), layer,
+                         conversation_rng(seed, i, stream=1))
+    turn = walk.next_turn()
+    while turn is not None:
+        answer = ...                      # play turn.text with the full history
+        turn = walk.next_turn(refused=detector(answer))
+    certificate = certify(outcomes)
+"""
+
+from pathlib import Path
+
+from .bounds import Certificate, Interval, certify, clopper_pearson, conversation_outcome
+from .distributions import (
+    DISTRIBUTIONS,
+    TAU,
+    AdaptiveRejection,
+    ConversationDistribution,
+    GraphPath,
+    LiftedState,
+    RandomNode,
+    SampledConversation,
+    Walk,
+    conversation_rng,
+    make_distribution,
+)
+from .graph import Embedder, MiniLMEmbedder, QueryGraph, build_graph
+from .jailbreak import IDENTITY, AugmentedConversation, AugmentedWalk, JailbreakLayer, Turn
+from .judges import KeywordRefusalDetector, SecretLeakJudge, rule_judge_from_spec
+from .queryfile import GraphParams, QueryFileError, QuerySpec, load_query_file
+
+DEMO_QUERY_FILE = Path(__file__).parent / "demo" / "secret_keeping.yaml"
+
+__all__ = [
+    "DEMO_QUERY_FILE", "DISTRIBUTIONS", "IDENTITY", "TAU", "AdaptiveRejection",
+    "AugmentedConversation", "AugmentedWalk", "Certificate", "ConversationDistribution",
+    "Embedder", "GraphParams", "GraphPath", "Interval", "JailbreakLayer",
+    "KeywordRefusalDetector", "LiftedState", "MiniLMEmbedder", "QueryFileError", "QueryGraph",
+    "QuerySpec", "RandomNode", "SampledConversation", "SecretLeakJudge", "Turn", "Walk",
+    "build_graph", "certify", "clopper_pearson", "conversation_outcome", "conversation_rng",
+    "load_query_file", "make_distribution", "rule_judge_from_spec",
+]

