@@ -1,0 +1,309 @@
+"""Task-clustered bootstrap, paired attacker differences, rank correlation, binomial intervals.
+
+The bootstrap resamples tasks with replacement; every run of a drawn task comes along.
+Each statistic is a ratio of sums: sum of run numerators over sum of run denominators.
+A run-level mean is the special case where every denominator is 1; a turn-level rate
+uses per-run sums over turns (e.g. numerator = summed non-failure probability,
+denominator = number of turns).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from statistics import NormalDist
+
+import numpy as np
+from scipy.special import betaincinv
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 20_250_101
+DEFAULT_CONFIDENCE = 0.95
+_MAX_BLOCK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """One run's contribution: its task and the sums it adds to the ratio."""
+
+    task_id: Hashable
+    numerator: float
+    denominator: float = 1.0
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class TaskTotals:
+    """Per-task sums, shape (n_tasks, n_groups), rows in `tasks` order."""
+
+    groups: tuple[str, ...]
+    tasks: tuple[Hashable, ...]
+    numerators: np.ndarray
+    denominators: np.ndarray
+    n_runs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Point estimates, percentile intervals and the replicate matrix (n_resamples, n_groups)."""
+
+    groups: tuple[str, ...]
+    tasks: tuple[Hashable, ...]
+    estimates: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    replicates: np.ndarray
+    n_undefined: np.ndarray
+    n_runs: tuple[int, ...]
+    seed: int
+    n_resamples: int
+    confidence: float
+
+    def interval(self, group: str) -> Interval:
+        i = self._index(group)
+        return Interval(float(self.estimates[i]), float(self.low[i]), float(self.high[i]))
+
+    def _index(self, group: str) -> int:
+        try:
+            return self.groups.index(group)
+        except ValueError:
+            raise KeyError(f"group {group!r} not in bootstrap result; have {self.groups}") from None
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """first minus second, with its interval from the shared task resamples."""
+
+    first: str
+    second: str
+    estimate: float
+    low: float
+    high: float
+
+    @property
+    def significant(self) -> bool:
+        return bool(self.low > 0.0 or self.high < 0.0)
+
+
+def _check_run(group: str, position: int, run: RunValue) -> None:
+    where = f"group {group!r}, run #{position} (task {run.task_id!r})"
+    if not (math.isfinite(run.numerator) and math.isfinite(run.denominator)):
+        raise ValueError(f"{where}: numerator and denominator must be finite numbers")
+    if run.denominator < 0:
+        raise ValueError(f"{where}: denominator {run.denominator} is negative; use a count >= 0")
+    if run.denominator == 0 and run.numerator != 0:
+        raise ValueError(
+            f"{where}: numerator {run.numerator} with denominator 0; a run with nothing to "
+            "count must contribute 0/0"
+        )
+
+
+def task_totals(
+    groups: Mapping[str, Iterable[RunValue]], tasks: Sequence[Hashable] | None = None
+) -> TaskTotals:
+    """Sum run numerators and denominators per (task, group).
+
+    `tasks` fixes the task order; by default it is the sorted union of every group's tasks.
+    A task a group never ran contributes 0/0 for that group.
+    """
+    if not groups:
+        raise ValueError("no groups given: pass a mapping of group name -> runs")
+    materialised = {name: list(runs) for name, runs in groups.items()}
+    for name, runs in materialised.items():
+        if not runs:
+            raise ValueError(f"group {name!r} has no runs")
+        for position, run in enumerate(runs):
+            _check_run(name, position, run)
+    if tasks is None:
+        seen = {run.task_id for runs in materialised.values() for run in runs}
+        tasks = sorted(seen, key=lambda t: (str(type(t)), t))
+    task_index = {task: i for i, task in enumerate(tasks)}
+    if len(task_index) != len(tasks):
+        raise ValueError("tasks contains duplicates")
+    names = tuple(materialised)
+    num = np.zeros((len(tasks), len(names)))
+    den = np.zeros((len(tasks), len(names)))
+    for g, name in enumerate(names):
+        for run in materialised[name]:
+            if run.task_id not in task_index:
+                raise ValueError(f"group {name!r}: task {run.task_id!r} is not in the task list")
+            t = task_index[run.task_id]
+            num[t, g] += run.numerator
+            den[t, g] += run.denominator
+    n_runs = tuple(len(materialised[name]) for name in names)
+    return TaskTotals(names, tuple(tasks), num, den, n_runs)
+
+
+def resample_indices(n_tasks: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Task indices drawn with replacement, shape (n_resamples, n_tasks)."""
+    if n_tasks < 1:
+        raise ValueError("need at least one task to resample")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n_tasks, size=(n_resamples, n_tasks))
+
+
+def task_counts(indices: np.ndarray, n_tasks: int) -> np.ndarray:
+    """How often each task was drawn in each resample, shape (n_resamples, n_tasks)."""
+    n_resamples = indices.shape[0]
+    offsets = indices + n_tasks * np.arange(n_resamples)[:, None]
+    counts = np.bincount(offsets.ravel(), minlength=n_resamples * n_tasks)
+    return counts.reshape(n_resamples, n_tasks).astype(np.float64)
+
+
+def replicate_ratios(
+    numerators: np.ndarray, denominators: np.ndarray, indices: np.ndarray
+) -> np.ndarray:
+    """Ratio of sums for every resample and group; NaN where a resample's denominator is 0."""
+    n_tasks = numerators.shape[0]
+    block = max(1, _MAX_BLOCK_CELLS // max(n_tasks, 1))
+    out = np.empty((indices.shape[0], numerators.shape[1]))
+    for start in range(0, indices.shape[0], block):
+        counts = task_counts(indices[start : start + block], n_tasks)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + block] = (counts @ numerators) / (counts @ denominators)
+    return out
+
+
+def percentile_interval(
+    replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """Column-wise percentile interval, ignoring undefined (NaN) replicates."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    alpha = 1.0 - confidence
+    low = np.full(replicates.shape[1], np.nan)
+    high = np.full(replicates.shape[1], np.nan)
+    for g in range(replicates.shape[1]):
+        column = replicates[:, g]
+        column = column[~np.isnan(column)]
+        if column.size:
+            low[g], high[g] = np.quantile(column, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return low, high
+
+
+def cluster_bootstrap(
+    groups: Mapping[str, Iterable[RunValue]],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+    tasks: Sequence[Hashable] | None = None,
+) -> BootstrapResult:
+    """Ratio-of-sums estimate and percentile interval per group, resampling tasks.
+
+    All groups share one set of resampled task indices, so replicate columns are paired
+    by task and `paired_differences` can compare them.
+    """
+    totals = task_totals(groups, tasks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimates = totals.numerators.sum(axis=0) / totals.denominators.sum(axis=0)
+    indices = resample_indices(len(totals.tasks), n_resamples, seed)
+    replicates = replicate_ratios(totals.numerators, totals.denominators, indices)
+    low, high = percentile_interval(replicates, confidence)
+    return BootstrapResult(
+        groups=totals.groups,
+        tasks=totals.tasks,
+        estimates=estimates,
+        low=low,
+        high=high,
+        replicates=replicates,
+        n_undefined=np.isnan(replicates).sum(axis=0),
+        n_runs=totals.n_runs,
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+    )
+
+
+def paired_differences(result: BootstrapResult) -> list[PairedDifference]:
+    """Every pair (first, second) in group order: first - second with its paired interval."""
+    out: list[PairedDifference] = []
+    for i, j in combinations(range(len(result.groups)), 2):
+        diffs = result.replicates[:, i] - result.replicates[:, j]
+        low, high = percentile_interval(diffs[:, None], result.confidence)
+        out.append(
+            PairedDifference(
+                first=result.groups[i],
+                second=result.groups[j],
+                estimate=float(result.estimates[i] - result.estimates[j]),
+                low=float(low[0]),
+                high=float(high[0]),
+            )
+        )
+    return out
+
+
+def average_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Ranks starting at 1; tied values share the mean of the ranks they span."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1:
+        raise ValueError("average_ranks takes a one-dimensional sequence")
+    order = np.argsort(x, kind="mergesort")
+    ordered = x[order]
+    starts_group = np.r_[True, ordered[1:] != ordered[:-1]] if x.size else np.array([], bool)
+    group_id = np.cumsum(starts_group) - 1
+    starts = np.flatnonzero(starts_group)
+    ends = np.r_[starts[1:], x.size]
+    mean_rank = (starts + ends + 1) / 2.0
+    ranks = np.empty(x.size)
+    ranks[order] = mean_rank[group_id]
+    return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho with average ranks for ties; NaN when either side is constant."""
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(
+            f"spearman needs two 1-D sequences of equal length, got {a.shape} and {b.shape}"
+        )
+    if a.size < 2:
+        raise ValueError("spearman needs at least two paired values")
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("spearman got NaN values; drop incomplete pairs first")
+    ra = average_ranks(a) - (a.size + 1) / 2.0
+    rb = average_ranks(b) - (b.size + 1) / 2.0
+    scale = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    if scale == 0.0:
+        return math.nan
+    return float(ra @ rb) / scale
+
+
+def _check_counts(k: int, n: int) -> None:
+    if int(k) != k or int(n) != n:
+        raise ValueError(f"k and n must be whole numbers, got k={k}, n={n}")
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
+
+
+def clopper_pearson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Exact two-sided binomial interval for k successes in n trials."""
+    _check_counts(k, n)
+    alpha = 1.0 - confidence
+    low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2.0))
+    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1.0 - alpha / 2.0))
+    return Interval(k / n, low, high)
+
+
+def wilson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Wilson score interval for k successes in n trials."""
+    _check_counts(k, n)
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return Interval(p, low, high)
