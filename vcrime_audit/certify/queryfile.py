@@ -147,9 +147,11 @@ def _check_semantics(file: Path, spec: QuerySpec, locate: Locate) -> None:
         raise QueryFileError(file, f"{locate('graph', -1)}.sim_low", "sim_low is above sim_high",
                              "make sim_low <= sim_high")
     if spec.graph.target_k > len(spec.queries):
+        given = "target_k" in spec.graph.model_fields_set
         raise QueryFileError(file, f"{locate('graph', -1)}.target_k",
-                             f"target_k {spec.graph.target_k} exceeds {len(spec.queries)} queries",
-                             "lower target_k or add queries")
+                             f"target_k {spec.graph.target_k}{'' if given else ' (the default)'} "
+                             f"exceeds the {len(spec.queries)} queries",
+                             f"set graph.target_k to at most {len(spec.queries)} or add queries")
     if spec.judge is not None and spec.judge.kind == "secret_leak" and not spec.judge.secret:
         raise QueryFileError(file, f"{locate('judge', -1)}.secret",
                              "a secret_leak judge needs a secret",
