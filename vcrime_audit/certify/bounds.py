@@ -14,19 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Exact two-sided interval for a binomial proportion; (0, 1) when n = 0."""
+    """Exact two-sided interval for a binomial proportion; (0, 1) when n = 0.
+
+    The computation is :func:`vcrime_audit.audit.stats.clopper_pearson` (one implementation
+    in the package); this wrapper adds the n = 0 case of an all-missing certificate.
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     if n < 0 or not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import beta
+    from ..audit.stats import clopper_pearson as exact_interval
 
-    alpha = 1.0 - confidence
-    lower = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
-    upper = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return lower, upper
+    interval = exact_interval(k, n, confidence)
+    return interval.low, interval.high
 
 
 def conversation_outcome(turn_judgments: Iterable[bool | None]) -> bool | None:
