@@ -1,0 +1,1 @@
+"""The three agents: prompt rendering, output models and their decoding schemas."""

@@ -1,0 +1,86 @@
+"""One structured model call: schema-constrained request, validation, bounded recorded retries."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..backends.base import GenerateRequest, Message, ModelBackend
+from ..canonical import content_hash
+from ..models import ModelEntry
+
+T = TypeVar("T", bound=BaseModel)
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class CallRecord:
+    """What the store keeps of one request/answer, retries included."""
+
+    role: str
+    call: str
+    attempt: int
+    model: str
+    request_hash: str
+    ok: bool
+    error: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class ModelOutputError(Exception):
+    """The model gave no usable answer within the retry budget."""
+
+    def __init__(self, role: str, call: str, model: str, attempts: int, error: str) -> None:
+        self.role, self.call, self.model, self.attempts, self.error = role, call, model, attempts, error
+        super().__init__(f"{role} '{call}' call to model '{model}' gave no usable output after "
+                         f"{attempts} attempt(s): {error}")
+
+
+def _problem(text: str, finish_reason: str, output_model: type[T],
+             check: Callable[[T], str | None] | None) -> tuple[T | None, str]:
+    if finish_reason == "length":
+        return None, "output truncated at max_tokens"
+    try:
+        parsed = output_model.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at char {exc.pos})"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return None, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    problem = check(parsed) if check else None
+    return (None, problem) if problem else (parsed, "")
+
+
+async def call_structured(
+    backend: ModelBackend, model: ModelEntry, *, role: str, call: str, messages: list[Message],
+    output_model: type[T], schema: dict[str, Any], seed: int,
+    check: Callable[[T], str | None] | None = None, records: list[CallRecord],
+) -> T:
+    """Ask until the answer parses and passes ``check``; every attempt lands in ``records``."""
+    base = model.sampling_for(role, seed)
+    conversation = list(messages)
+    error = ""
+    for attempt in range(MAX_ATTEMPTS):
+        sampling = base if attempt == 0 else base.model_copy(update={
+            "seed": base.seed + attempt, "max_tokens": base.max_tokens * (1 + attempt)})
+        request = GenerateRequest(role=role, call=call, model=model.name, messages=conversation,
+                                  sampling=sampling, output_schema=schema, attempt=attempt)
+        result = await backend.generate(request)
+        parsed, error = _problem(result.text, result.finish_reason, output_model, check)
+        records.append(CallRecord(
+            role=role, call=call, attempt=attempt, model=model.name,
+            request_hash=content_hash(request), ok=parsed is not None, error=error,
+            finish_reason=result.finish_reason, prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens, seconds=result.seconds))
+        if parsed is not None:
+            return parsed
+        conversation = [*messages, Message(role="assistant", content=result.text[:1500]),
+                        Message(role="user", content=f"That reply was not usable: {error}. "
+                                "Reply again with one JSON object that follows the schema.")]
+    raise ModelOutputError(role, call, model.name, MAX_ATTEMPTS, error)

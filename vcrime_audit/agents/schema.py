@@ -1,0 +1,58 @@
+"""JSON Schemas for constrained decoding: inlined, every property required, id fields as enums."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+_DROP = ("title", "default", "description")
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline(defs[node["$ref"].split("/")[-1]], defs)
+        out = {k: (_inline_properties(v, defs) if k == "properties" else _inline(v, defs))
+               for k, v in node.items() if k not in _DROP and k != "$defs"}
+        if out.get("type") == "object" and "properties" in out:
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        if "discriminator" in out:
+            del out["discriminator"]
+        if "oneOf" in out:
+            out["anyOf"] = out.pop("oneOf")
+        return out
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _inline_properties(props: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    return {name: _inline(prop, defs) for name, prop in props.items()}
+
+
+def decoding_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    return _inline(raw, raw.get("$defs", {}))
+
+
+def restrict(schema: dict[str, Any], enums: dict[str, list[Any]]) -> dict[str, Any]:
+    """Give named string or integer properties (at any depth) a fixed set of allowed values."""
+    if schema.get("type") == "object":
+        props = {}
+        for name, prop in schema.get("properties", {}).items():
+            if name in enums and prop.get("type") in ("string", "integer"):
+                prop = {"enum": enums[name]}
+            elif name in enums and prop.get("type") == "array":
+                prop = {**prop, "items": {"enum": enums[name]}}
+            else:
+                prop = restrict(prop, enums)
+            props[name] = prop
+        return {**schema, "properties": props}
+    for key in ("anyOf", "items"):
+        if key in schema:
+            value = schema[key]
+            schema = {**schema, key: [restrict(v, enums) for v in value]
+                      if isinstance(value, list) else restrict(value, enums)}
+    return schema

@@ -1,0 +1,90 @@
+"""The World Manager: four phase calls, each answering with patch operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ..backends.base import Message
+from ..patch import (
+    NPC_STATUSES,
+    PHASE_OPS,
+    FlagUpdate,
+    Move,
+    Op,
+    SetStatus,
+)
+from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
+from ..world import WorldState
+from .attacker import Action
+from .prompting import render
+from .render import full_view
+from .schema import decoding_schema, restrict
+
+MAX_OPS = 3
+_OPS = TypeAdapter(list[Op])
+
+
+class PhaseOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ops: list[dict[str, Any]] = Field(max_length=MAX_OPS)
+
+
+def parse_ops(output: PhaseOutput) -> list[Any]:
+    return _OPS.validate_python(output.ops)
+
+
+def check_ops(output: PhaseOutput) -> str | None:
+    try:
+        parse_ops(output)
+    except ValueError as exc:
+        return f"ops: {str(exc).splitlines()[0]}"
+    return None
+
+
+def _id_enums(world: WorldState, op_cls: type) -> dict[str, list[str]]:
+    people = sorted([*world.members, *world.npcs])
+    loose = sorted(e.id for e in world.entities.values() if e.portable and not e.destroyed)
+    judged = sorted(f.id for f in [*world.checkpoints.values(), *world.failures.values()]
+                    if f.condition.kind == "judged")
+    enums = {"entity": sorted(world.entities), "by": people, "to": sorted(world.locations),
+             "event": sorted(world.events) or ["none"], "flag": judged or ["none"],
+             "target": sorted(world.all_ids() - set(world.events) - set(world.checkpoints)
+                              - set(world.failures))}
+    if op_cls is Move:
+        enums["target"] = people + loose
+    if op_cls is SetStatus:
+        enums["target"] = people
+        enums["status"] = sorted(set(_MEMBER_STATUSES) | set(NPC_STATUSES))
+    return enums
+
+
+def phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
+    variants = []
+    for op_cls in PHASE_OPS[phase]:
+        if op_cls is FlagUpdate and not any(
+                f.condition.kind == "judged" for f in [*world.checkpoints.values(), *world.failures.values()]):
+            continue
+        variants.append(restrict(decoding_schema(op_cls), _id_enums(world, op_cls)))
+    return {"type": "object", "additionalProperties": False, "required": ["ops"],
+            "properties": {"ops": {"type": "array", "maxItems": MAX_OPS,
+                                   "items": {"anyOf": variants}}}}
+
+
+def phase_messages(world: WorldState, phase: str, action: Action, outcome: dict[str, Any],
+                   earlier: list[str]) -> list[Message]:
+    return [Message(role="system", content=render("wm_system")),
+            Message(role="user", content=render(
+                f"wm_{phase}", world=full_view(world), action=action, outcome=outcome,
+                earlier=earlier, due_events=due_events(world)))]
+
+
+def due_events(world: WorldState) -> list[str]:
+    now = world.globals.clock
+    return [e.id for e in world.events.values()
+            if e.status == "pending" and e.at is not None and e.at <= now]
+
+
+__all__ = ["PhaseOutput", "parse_ops", "check_ops", "phase_schema", "phase_messages",
+           "decoding_schema"]

@@ -1,0 +1,67 @@
+"""What every backend takes and returns, and the protocol they share."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["attacker", "judge", "world_manager", "annotator", "interrogated", "target",
+               "certify_judge"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Sampling(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int = 0
+
+
+class GenerateRequest(BaseModel):
+    """Everything that can change the answer. Its canonical JSON is half of the cassette key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Role
+    call: str = Field(description="Which call of the role: plan, act, assess, phase names...")
+    model: str = Field(description="Registry name of the model.")
+    messages: list[Message]
+    sampling: Sampling
+    output_schema: dict[str, Any] | None = None
+    attempt: int = Field(0, description="Retry number; retries are separate, recorded requests.")
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class GenerateResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    finish_reason: Literal["stop", "length", "error"] = "stop"
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+class BackendError(RuntimeError):
+    """A backend could not be loaded or failed to answer (not a malformed answer)."""
+
+
+class ModelBackend(Protocol):
+    name: str
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        """Engine + version, weights hash, grammar backend: what makes answers differ."""
+        ...
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult: ...
+
+    async def aclose(self) -> None: ...

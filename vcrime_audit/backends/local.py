@@ -1,0 +1,110 @@
+"""The embedded CPU default: a GGUF model through llama-cpp-python, JSON-Schema-constrained."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..models import ModelEntry
+from .base import BackendError, GenerateRequest, GenerateResult, Usage
+
+
+LLAMA_DEFAULTS = {"n_batch": 2048, "n_ubatch": 2048, "flash_attn": True}
+
+
+@lru_cache(maxsize=8)
+def file_blake2b(path: str, size: int, mtime: float) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_fingerprint(path: Path) -> dict[str, Any]:
+    stat = path.stat()
+    return {"file": path.name, "bytes": stat.st_size,
+            "blake2b": file_blake2b(str(path), stat.st_size, stat.st_mtime)}
+
+
+class LocalBackend:
+    """One llama.cpp model per registry entry, loaded on first use; calls run one at a time."""
+
+    name = "local"
+
+    def __init__(self, entries: dict[str, ModelEntry], n_threads: int | None = None) -> None:
+        self.entries = entries
+        self.n_threads = n_threads
+        self._models: dict[str, Any] = {}
+        self._fingerprints: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    def _entry(self, model: str) -> ModelEntry:
+        if model not in self.entries:
+            raise BackendError(f"model '{model}' was not given to the local backend")
+        return self.entries[model]
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        if model not in self._fingerprints:
+            entry = self._entry(model)
+            self._fingerprints[model] = {
+                "engine": "llama-cpp-python", "engine_version": metadata.version("llama-cpp-python"),
+                "weights": weights_fingerprint(entry.weights_path()),
+                "grammar": "llama.cpp json-schema-to-gbnf", "revision": entry.revision,
+            }
+        return self._fingerprints[model]
+
+    def _load(self, model: str) -> Any:
+        if model in self._models:
+            return self._models[model]
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise BackendError(f"the local backend needs llama-cpp-python ({exc}); fix: "
+                               "pip install -e '.[local]' (see .ci/run for the CPU build flags)") from None
+        entry = self._entry(model)
+        options = {**LLAMA_DEFAULTS, **entry.options.get("llama_cpp", {})}
+        llm = Llama(model_path=str(entry.weights_path()), n_ctx=entry.context_length,
+                    n_threads=self.n_threads, seed=0, verbose=False, **options)
+        self._models[model] = llm
+        return llm
+
+    def _generate_sync(self, request: GenerateRequest) -> GenerateResult:
+        llm = self._load(request.model)
+        kwargs: dict[str, Any] = {}
+        if request.output_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
+        started = time.perf_counter()
+        try:
+            response = llm.create_chat_completion(
+                messages=[m.model_dump() for m in request.messages],
+                temperature=request.sampling.temperature, top_p=request.sampling.top_p,
+                max_tokens=request.sampling.max_tokens, seed=request.sampling.seed, **kwargs)
+        except ValueError as exc:
+            raise BackendError(f"llama.cpp rejected the {request.role} '{request.call}' call: {exc}") from None
+        choice = response["choices"][0]
+        usage = response.get("usage", {})
+        return GenerateResult(
+            text=choice["message"]["content"] or "",
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0),
+                        completion_tokens=usage.get("completion_tokens", 0)),
+            seconds=round(time.perf_counter() - started, 4))
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        async with self._lock:
+            return await asyncio.to_thread(self._generate_sync, request)
+
+    async def aclose(self) -> None:
+        for llm in self._models.values():
+            close = getattr(llm, "close", None)
+            if close:
+                close()
+        self._models.clear()
+
+

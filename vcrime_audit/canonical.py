@@ -1,0 +1,36 @@
+"""The one canonical JSON used for hashing, cassettes and the store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def to_plain(obj: Any) -> Any:
+    """Pydantic models become plain JSON data (by field name); other values pass through."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    return obj
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 text, floats in Python's shortest round-trip form."""
+    return json.dumps(to_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.blake2b(data, digest_size=digest_size).hexdigest()
+
+
+def content_hash(obj: Any, digest_size: int = 16) -> str:
+    return blake2b_hex(canonical_json(obj), digest_size)

@@ -1,0 +1,6 @@
+"""Record and replay of every model call (vcrpy-style record modes)."""
+
+from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
+from .recording import RecordingBackend
+
+__all__ = ["Cassette", "CassetteError", "CassetteMiss", "RecordMode", "RecordingBackend"]

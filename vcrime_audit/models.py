@@ -1,0 +1,94 @@
+"""The model registry: one YAML file per model in ``local_models/``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .backends.base import Sampling
+
+DEFAULT_MODEL = "smollm2-135m"
+
+
+class ModelError(Exception):
+    """An unknown, broken or uninstalled model entry, with the fix."""
+
+
+class Weights(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    package: str | None = Field(None, description="Python package that ships the weights file.")
+    file: str | None = Field(None, description="File name inside the package, or a path.")
+    path: str | None = Field(None, description="A local HF folder or file.")
+    served_name: str | None = Field(None, description="Model name on an OpenAI-compatible server.")
+    install: str = ""
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    backend: Literal["local", "vllm", "openai", "transformers"]
+    family: str
+    vendor: str
+    weights: Weights
+    revision: str = ""
+    context_length: int = 4096
+    sampling: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict, description="Backend engine options.")
+    source_file: str = ""
+
+    def sampling_for(self, role: str, seed: int) -> Sampling:
+        merged = {**self.sampling.get("default", {}), **self.sampling.get(role, {}), "seed": seed}
+        return Sampling(**merged)
+
+    def weights_path(self) -> Path:
+        """The weights file on disk, or a clear error saying how to install it."""
+        w = self.weights
+        if w.package:
+            spec = importlib.util.find_spec(w.package)
+            if spec is None or not spec.submodule_search_locations:
+                raise ModelError(f"model '{self.name}' ({self.source_file}): package '{w.package}' "
+                                 f"is not installed; fix: {w.install or 'pip install ' + w.package}")
+            path = Path(next(iter(spec.submodule_search_locations))) / (w.file or "")
+        else:
+            path = Path(os.path.expanduser(w.path or w.file or ""))
+        if not path.exists():
+            raise ModelError(f"model '{self.name}' ({self.source_file}): weights not found at "
+                             f"{path}; fix: {w.install or 'check weights.path'}")
+        return path
+
+
+def models_root() -> Path:
+    env = os.environ.get("VCRIME_MODELS")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "local_models"
+
+
+def list_models(root: Path | None = None) -> list[ModelEntry]:
+    root = root or models_root()
+    return [load_model_file(p) for p in sorted(root.glob("*.yaml"))]
+
+
+def load_model_file(path: Path) -> ModelEntry:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return ModelEntry.model_validate({**data, "source_file": str(path)})
+    except (yaml.YAMLError, TypeError) as exc:
+        raise ModelError(f"{path}: not a valid model file: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ModelError(f"{path}: {field}: {first['msg']} ({len(exc.errors())} error(s))") from None
+
+
+def get_model(name: str, root: Path | None = None) -> ModelEntry:
+    root = root or models_root()
+    path = root / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in root.glob("*.yaml"))) or "none"
+        raise ModelError(f"unknown model '{name}' (no {path}); known models: {known}")
+    return load_model_file(path)

@@ -1,0 +1,266 @@
+"""Patch operations on a WorldState and the deterministic validator that applies them.
+
+The World Manager emits operations, never whole worlds. :func:`apply_ops` is the only code
+that changes a world during an episode: it checks each operation against the rules below and
+either applies it or drops it with a reason, so the result is always a valid world.
+
+Rules: members, NPCs and loose items move at most one edge per turn (relative to where they
+stood when the turn began); nothing moves between non-adjacent locations; key items and NPCs
+are never destroyed or duplicated; operations that name unknown ids are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .world import Member, WorldState
+
+MEMBER_STATUSES = ("active", "injured", "arrested", "dead")
+NPC_STATUSES = ("normal", "alert", "incapacitated", "restrained", "absent")
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Move(_Op):
+    op: Literal["move"] = "move"
+    target: str = Field(description="Id of a crew member, NPC or loose item.")
+    to: str = Field(description="Id of an adjacent location.")
+
+
+class Take(_Op):
+    op: Literal["take"] = "take"
+    entity: str
+    by: str = Field(description="Id of the crew member or NPC who now carries it.")
+
+
+class Drop(_Op):
+    op: Literal["drop"] = "drop"
+    entity: str
+
+
+class SetState(_Op):
+    op: Literal["set_state"] = "set_state"
+    entity: str
+    key: str = Field(max_length=32)
+    value: str = Field(max_length=32)
+
+
+class SetStatus(_Op):
+    op: Literal["set_status"] = "set_status"
+    target: str
+    status: str
+
+
+class Note(_Op):
+    """Append a line to an object's history."""
+
+    op: Literal["note"] = "note"
+    target: str
+    text: str = Field(max_length=160)
+
+
+class Observe(_Op):
+    """Replace what can be noticed about an object."""
+
+    op: Literal["observe"] = "observe"
+    target: str
+    text: str = Field(max_length=160)
+
+
+class Destroy(_Op):
+    op: Literal["destroy"] = "destroy"
+    entity: str
+
+
+class SetAlarm(_Op):
+    op: Literal["set_alarm"] = "set_alarm"
+    level: int = Field(ge=0, le=3)
+
+
+class SetWeather(_Op):
+    op: Literal["set_weather"] = "set_weather"
+    weather: str = Field(max_length=60)
+
+
+class EventUpdate(_Op):
+    op: Literal["event"] = "event"
+    event: str
+    status: Literal["pending", "active", "done"]
+    note: str = Field("", max_length=200)
+
+
+class FlagUpdate(_Op):
+    """Set a checkpoint or failure whose condition is ``judged``."""
+
+    op: Literal["flag"] = "flag"
+    flag: str
+    met: bool
+
+
+class AdvanceClock(_Op):
+    """Engine only: time spent by the action."""
+
+    op: Literal["advance_clock"] = "advance_clock"
+    minutes: int = Field(ge=0, le=24 * 60)
+
+
+class SetAttacker(_Op):
+    """Engine only: the attacker's compressed memory and plan."""
+
+    op: Literal["set_attacker"] = "set_attacker"
+    memory: str
+    plan: str
+
+
+Op = Annotated[
+    Union[Move, Take, Drop, SetState, SetStatus, Note, Observe, Destroy, SetAlarm, SetWeather,
+          EventUpdate, FlagUpdate, AdvanceClock, SetAttacker],
+    Field(discriminator="op"),
+]
+
+PHASE_OPS: dict[str, tuple[type[_Op], ...]] = {
+    "direct_effects": (Move, Take, Drop, SetState, SetStatus, Note, Destroy),
+    "events": (EventUpdate, SetAlarm, Note),
+    "npcs": (Move, Take, SetStatus, Note, SetAlarm),
+    "synthesis": (Observe, FlagUpdate, SetWeather),
+    "engine": (AdvanceClock, SetAttacker, SetStatus, Note),
+}
+PHASES = ("direct_effects", "events", "npcs", "synthesis")
+
+
+@dataclass
+class PatchResult:
+    world: WorldState
+    applied: list[_Op] = field(default_factory=list)
+    dropped: list[tuple[_Op, str]] = field(default_factory=list)
+
+
+class _Drop(Exception):
+    pass
+
+
+def _check(condition: bool, reason: str) -> None:
+    if not condition:
+        raise _Drop(reason)
+
+
+def _carry_along(world: WorldState, holder_id: str, location: str) -> None:
+    for ent in world.entities.values():
+        if ent.holder == holder_id:
+            ent.current_location = location
+
+
+def _apply_one(world: WorldState, op: _Op, turn_start: dict[str, str]) -> None:
+    if isinstance(op, Move):
+        obj = world.mobile(op.target)
+        _check(obj is not None, f"unknown id '{op.target}'")
+        _check(op.to in world.locations, f"unknown location '{op.to}'")
+        if isinstance(obj, Member):
+            _check(obj.status in ("active", "injured"), f"member '{obj.id}' is {obj.status}")
+        if hasattr(obj, "holder"):
+            _check(obj.holder is None, f"'{obj.id}' is carried by '{obj.holder}'; move the carrier")
+            _check(obj.portable and not obj.destroyed, f"'{obj.id}' cannot be moved")
+        origin = turn_start.get(obj.id, obj.current_location)
+        _check(world.adjacent(origin, op.to),
+               f"'{obj.id}' started the turn in '{origin}', not adjacent to '{op.to}'")
+        obj.current_location = op.to
+        _carry_along(world, obj.id, op.to)
+    elif isinstance(op, Take):
+        ent = world.entities.get(op.entity)
+        _check(ent is not None, f"unknown entity '{op.entity}'")
+        taker = world.members.get(op.by) or world.npcs.get(op.by)
+        _check(taker is not None, f"unknown member or NPC '{op.by}'")
+        _check(ent.portable and not ent.destroyed, f"'{ent.id}' cannot be carried")
+        _check(ent.current_location == taker.current_location,
+               f"'{ent.id}' is in '{ent.current_location}', '{taker.id}' in '{taker.current_location}'")
+        ent.holder = taker.id
+    elif isinstance(op, Drop):
+        ent = world.entities.get(op.entity)
+        _check(ent is not None, f"unknown entity '{op.entity}'")
+        _check(ent.holder is not None, f"'{ent.id}' is not carried")
+        ent.holder = None
+    elif isinstance(op, SetState):
+        ent = world.entities.get(op.entity)
+        _check(ent is not None, f"unknown entity '{op.entity}'")
+        ent.state[op.key] = op.value
+    elif isinstance(op, SetStatus):
+        if op.target in world.members:
+            _check(op.status in MEMBER_STATUSES, f"member status must be one of {MEMBER_STATUSES}")
+            world.members[op.target].status = op.status  # type: ignore[assignment]
+        elif op.target in world.npcs:
+            _check(op.status in NPC_STATUSES, f"NPC status must be one of {NPC_STATUSES}")
+            world.npcs[op.target].status = op.status  # type: ignore[assignment]
+        else:
+            raise _Drop(f"unknown member or NPC '{op.target}'")
+    elif isinstance(op, (Note, Observe)):
+        obj = world.find(op.target)
+        _check(obj is not None, f"unknown id '{op.target}'")
+        if isinstance(op, Note):
+            obj.history.append(op.text)
+        else:
+            obj.observable = op.text
+    elif isinstance(op, Destroy):
+        ent = world.entities.get(op.entity)
+        _check(ent is not None, f"unknown entity '{op.entity}'")
+        _check(not ent.key, f"'{ent.id}' is a key item and cannot be destroyed")
+        ent.destroyed, ent.holder = True, None
+    elif isinstance(op, SetAlarm):
+        world.globals.alarm_level = op.level
+    elif isinstance(op, SetWeather):
+        world.globals.weather = op.weather
+    elif isinstance(op, EventUpdate):
+        event = world.events.get(op.event)
+        _check(event is not None, f"unknown event '{op.event}'")
+        event.status = op.status
+        if op.note:
+            event.notes.append(op.note)
+    elif isinstance(op, FlagUpdate):
+        flag = world.checkpoints.get(op.flag) or world.failures.get(op.flag)
+        _check(flag is not None, f"unknown flag '{op.flag}'")
+        _check(flag.condition.kind == "judged", f"'{flag.id}' is decided by its condition")
+        if op.met and not flag.met:
+            flag.met_turn = world.turn
+        flag.met = op.met
+    elif isinstance(op, AdvanceClock):
+        total = world.clock_minutes() + op.minutes
+        world.globals.day = total // 1440 + 1
+        world.globals.clock = f"{total % 1440 // 60:02d}:{total % 60:02d}"
+    elif isinstance(op, SetAttacker):
+        world.attacker.memory, world.attacker.plan = op.memory, op.plan
+
+
+def turn_start_locations(world: WorldState) -> dict[str, str]:
+    objects = [*world.members.values(), *world.npcs.values(), *world.entities.values()]
+    return {o.id: o.current_location for o in objects}
+
+
+def apply_ops(world: WorldState, ops: list[_Op], phase: str,
+              turn_start: dict[str, str] | None = None) -> PatchResult:
+    """Apply the operations allowed in ``phase``; drop the rest with a reason. Pure."""
+    new = world.model_copy(deep=True)
+    turn_start = turn_start if turn_start is not None else turn_start_locations(world)
+    result = PatchResult(world=new)
+    allowed = PHASE_OPS[phase]
+    for op in ops:
+        if not isinstance(op, allowed):
+            result.dropped.append((op, f"'{op.op}' is not allowed in phase '{phase}'"))
+            continue
+        trial = new.model_copy(deep=True)
+        try:
+            _apply_one(trial, op, turn_start)
+        except _Drop as exc:
+            result.dropped.append((op, str(exc)))
+            continue
+        new = trial
+        result.applied.append(op)
+    for ent in new.entities.values():
+        if ent.holder is not None:
+            holder = new.mobile(ent.holder)
+            ent.current_location = holder.current_location  # type: ignore[union-attr]
+    result.world = new
+    return result

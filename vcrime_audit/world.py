@@ -1,0 +1,206 @@
+"""The world state of one episode and every object in it.
+
+The validator in :mod:`vcrime_audit.patch` is the only code that changes a ``WorldState``
+during an episode; everything else reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .canonical import canonical_json, content_hash
+
+SCHEMA_VERSION = 1
+MAX_MEMBERS = 4
+
+Id = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length=48)]
+ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorldObject(Strict):
+    """Common to every object: a fixed description and mutable history and observable."""
+
+    id: Id
+    name: str
+    description: str = Field(description="Static description; never changes during a run.")
+    history: list[str] = Field(default_factory=list, description="What happened to it, oldest first.")
+    observable: str = Field("", description="What someone standing next to it notices now.")
+
+
+class Location(WorldObject):
+    kind: Literal["location"] = "location"
+    tags: list[str] = Field(default_factory=list, description="e.g. public, restricted, exterior.")
+
+
+class Member(WorldObject):
+    """One member of the attacker's crew."""
+
+    kind: Literal["member"] = "member"
+    role: str
+    skills: list[str] = Field(default_factory=list)
+    leader: bool = False
+    current_location: Id
+    status: Literal["active", "injured", "arrested", "dead"] = "active"
+
+
+class ScheduleEntry(Strict):
+    at: ClockTime
+    location: Id
+    activity: str = ""
+
+
+class NPC(WorldObject):
+    kind: Literal["npc"] = "npc"
+    role: str
+    category: Literal["guard", "police", "staff", "civilian"]
+    current_location: Id
+    status: Literal["normal", "alert", "incapacitated", "restrained", "absent"] = "normal"
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+
+    @property
+    def law_enforcement(self) -> bool:
+        return self.category in ("guard", "police")
+
+
+class Entity(WorldObject):
+    """Items, doors, cameras, access systems, vehicles and other devices."""
+
+    kind: Literal["entity"] = "entity"
+    category: Literal["item", "door", "camera", "access_system", "vehicle", "device", "container"]
+    current_location: Id
+    holder: Id | None = Field(None, description="Member or NPC carrying it; it moves with them.")
+    key: bool = Field(False, description="Key items can never be destroyed or duplicated.")
+    portable: bool = True
+    state: dict[str, str] = Field(default_factory=dict, description="e.g. locked: yes, power: on.")
+    destroyed: bool = False
+
+
+class ScenarioEvent(Strict):
+    id: Id
+    name: str
+    description: str
+    trigger: str = Field(description="When it fires, in words: a clock time or a condition.")
+    at: ClockTime | None = Field(None, description="Clock time at which the event becomes due.")
+    status: Literal["pending", "active", "done"] = "pending"
+    notes: list[str] = Field(default_factory=list)
+
+
+class Condition(Strict):
+    """A machine-checkable condition over the world state.
+
+    kinds: ``entity_held`` (entity held by any crew member, optionally at ``location``),
+    ``entity_at`` (entity at ``location``), ``member_at`` (any crew member at ``location``),
+    ``all_members_at``, ``entity_state`` (``entity``.state[``key``] == ``value``),
+    ``member_status`` (any crew member has ``value``), ``npc_status`` (``npc`` has ``value``),
+    ``alarm_at_least`` (alarm level >= ``level``), ``judged`` (set by the World Manager).
+    """
+
+    kind: Literal["entity_held", "entity_at", "member_at", "all_members_at", "entity_state",
+                  "member_status", "npc_status", "alarm_at_least", "judged"]
+    entity: Id | None = None
+    npc: Id | None = None
+    location: Id | None = None
+    key: str | None = None
+    value: str | None = None
+    level: int | None = None
+
+    @model_validator(mode="after")
+    def _needs(self) -> Condition:
+        required = {
+            "entity_held": ["entity"], "entity_at": ["entity", "location"],
+            "member_at": ["location"], "all_members_at": ["location"],
+            "entity_state": ["entity", "key", "value"], "member_status": ["value"],
+            "npc_status": ["npc", "value"], "alarm_at_least": ["level"], "judged": [],
+        }[self.kind]
+        missing = [name for name in required if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"condition kind '{self.kind}' needs {', '.join(missing)}")
+        return self
+
+    def referenced_ids(self) -> list[str]:
+        return [i for i in (self.entity, self.npc, self.location) if i]
+
+
+class Flag(Strict):
+    """A Progress Checkpoint or a Critical Failure State."""
+
+    id: Id
+    description: str
+    condition: Condition
+    met: bool = False
+    met_turn: int | None = None
+
+
+class AttackerState(Strict):
+    memory: str = ""
+    plan: str = ""
+
+
+class Globals(Strict):
+    clock: ClockTime = "22:00"
+    day: int = 1
+    weather: str = "clear"
+    alarm_level: int = Field(0, ge=0, le=3)
+
+
+class WorldState(Strict):
+    schema_version: int = SCHEMA_VERSION
+    task_id: Id
+    map_id: Id
+    goal_id: Id
+    briefing: str = Field(description="The mission as told to the attacker.")
+    turn: int = 0
+    locations: dict[str, Location]
+    edges: list[tuple[str, str]] = Field(description="Undirected adjacency between locations.")
+    members: dict[str, Member]
+    npcs: dict[str, NPC]
+    entities: dict[str, Entity]
+    events: dict[str, ScenarioEvent] = Field(default_factory=dict)
+    checkpoints: dict[str, Flag]
+    failures: dict[str, Flag]
+    attacker: AttackerState = Field(default_factory=AttackerState)
+    globals: Globals = Field(default_factory=Globals)
+
+    @model_validator(mode="after")
+    def _crew_size(self) -> WorldState:
+        if not 1 <= len(self.members) <= MAX_MEMBERS:
+            raise ValueError(f"a crew has 1 to {MAX_MEMBERS} members, got {len(self.members)}")
+        return self
+
+    def neighbours(self, location_id: str) -> list[str]:
+        out = {b for a, b in self.edges if a == location_id} | {
+            a for a, b in self.edges if b == location_id}
+        return sorted(out)
+
+    def adjacent(self, a: str, b: str) -> bool:
+        return a == b or b in self.neighbours(a)
+
+    def all_ids(self) -> set[str]:
+        return (set(self.locations) | set(self.members) | set(self.npcs) | set(self.entities)
+                | set(self.events) | set(self.checkpoints) | set(self.failures))
+
+    def mobile(self, object_id: str) -> Member | NPC | Entity | None:
+        return self.members.get(object_id) or self.npcs.get(object_id) or self.entities.get(
+            object_id)
+
+    def find(self, object_id: str) -> WorldObject | None:
+        return self.locations.get(object_id) or self.mobile(object_id)
+
+    def leader(self) -> Member:
+        return next((m for m in self.members.values() if m.leader), next(iter(self.members.values())))
+
+    def clock_minutes(self) -> int:
+        hours, minutes = self.globals.clock.split(":")
+        return (self.globals.day - 1) * 1440 + int(hours) * 60 + int(minutes)
+
+    def to_json(self) -> str:
+        return canonical_json(self)
+
+    def digest(self) -> str:
+        return content_hash(self)
