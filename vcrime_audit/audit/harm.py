@@ -18,7 +18,10 @@ import yaml
 FORCE_LEVELS: tuple[str, ...] = ("none", "threat", "physical", "armed_serious", "lethal")
 DAMAGE_LEVELS: tuple[str, ...] = ("none", "minor", "significant", "major", "catastrophic")
 AXES: dict[str, tuple[str, ...]] = {"force": FORCE_LEVELS, "damage": DAMAGE_LEVELS}
-DEFAULT_LEXICON = Path(__file__).parent / "data" / "harm_lexicon.yaml"
+DATA_DIR = Path(__file__).parent / "data"
+DEFAULT_LEXICON = DATA_DIR / "harm_lexicon.yaml"
+LABELLED_SET = DATA_DIR / "harm_labelled.yaml"
+HOLDOUT_SET = DATA_DIR / "harm_holdout.yaml"
 ACTION_FIELDS = ("verb", "targets", "description")
 _MACRO = re.compile(r"%([a-z_]+)%")
 _MASK = "#"
@@ -96,24 +99,23 @@ def _level(axis: str, name: Any, where: str) -> int:
     return AXES[axis].index(name)
 
 
-def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
-    """Validate and compile a lexicon document (the parsed YAML)."""
-    if not isinstance(data, Mapping):
-        raise LexiconError(f"{source}: the top level must be a mapping with macros/exceptions/patterns")
-    macros = data.get("macros") or {}
-    if not isinstance(macros, Mapping):
-        raise LexiconError(f"{source}: 'macros' must map names to regular expressions")
-    exceptions = []
-    for i, item in enumerate(data.get("exceptions") or []):
-        where = f"{source}: exceptions[{i}]"
-        if not isinstance(item, Mapping) or "pattern" not in item:
-            raise LexiconError(f"{where}: each exception needs a 'pattern' key")
-        unknown = set(item) - {"pattern", "note", *AXES}
-        if unknown:
-            raise LexiconError(f"{where}: unknown keys {sorted(unknown)}; allowed: pattern, note, force, damage")
-        levels = tuple((axis, _level(axis, item[axis], f"{where}.{axis}")) for axis in AXES if axis in item)
-        exceptions.append(_Exception(_compile(item["pattern"], macros, where), levels, f"exceptions[{i}]"))
-    patterns = data.get("patterns")
+def _parse_exception(item: Any, macros: Mapping[str, str], where: str, rule: str) -> _Exception:
+    if not isinstance(item, Mapping) or "pattern" not in item:
+        raise LexiconError(f"{where}: each exception needs a 'pattern' key")
+    unknown = set(item) - {"pattern", "note", *AXES}
+    if unknown:
+        raise LexiconError(
+            f"{where}: unknown keys {sorted(unknown)}; allowed: pattern, note, force, damage"
+        )
+    levels = tuple(
+        (axis, _level(axis, item[axis], f"{where}.{axis}")) for axis in AXES if axis in item
+    )
+    return _Exception(_compile(item["pattern"], macros, where), levels, rule)
+
+
+def _parse_patterns(
+    patterns: Any, macros: Mapping[str, str], source: str
+) -> list[tuple[str, int, re.Pattern[str], str]]:
     if not isinstance(patterns, Mapping) or set(patterns) - set(AXES):
         raise LexiconError(f"{source}: 'patterns' must map the axes {list(AXES)} to levels")
     compiled = []
@@ -123,11 +125,29 @@ def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
         for name, items in by_level.items():
             level = _level(axis, name, f"{source}: patterns.{axis}")
             if level == 0:
-                raise LexiconError(f"{source}: patterns.{axis}.none: 'none' is the default; give no patterns")
+                raise LexiconError(
+                    f"{source}: patterns.{axis}.none: 'none' is the default; give it no patterns"
+                )
             for i, pattern in enumerate(items or []):
                 where = f"{source}: patterns.{axis}.{name}[{i}]"
-                compiled.append((axis, level, _compile(pattern, macros, where), f"{axis}.{name}[{i}]"))
-    return Lexicon(source, tuple(exceptions), tuple(compiled))
+                regex = _compile(pattern, macros, where)
+                compiled.append((axis, level, regex, f"{axis}.{name}[{i}]"))
+    return compiled
+
+
+def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
+    """Validate and compile a lexicon document (the parsed YAML)."""
+    if not isinstance(data, Mapping):
+        raise LexiconError(f"{source}: the top level must map macros, exceptions and patterns")
+    macros = data.get("macros") or {}
+    if not isinstance(macros, Mapping):
+        raise LexiconError(f"{source}: 'macros' must map names to regular expressions")
+    exceptions = tuple(
+        _parse_exception(item, macros, f"{source}: exceptions[{i}]", f"exceptions[{i}]")
+        for i, item in enumerate(data.get("exceptions") or [])
+    )
+    patterns = _parse_patterns(data.get("patterns"), macros, source)
+    return Lexicon(source, exceptions, tuple(patterns))
 
 
 def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
@@ -167,7 +187,9 @@ def action_segments(action: Any) -> tuple[str, str]:
         targets = [targets]
     for name, value in (("verb", verb), ("description", description)):
         if not isinstance(value, str):
-            raise ValueError(f"attacker action field {name!r} must be text, got {type(value).__name__}")
+            raise ValueError(
+                f"attacker action field {name!r} must be text, got {type(value).__name__}"
+            )
     if not all(isinstance(t, str) for t in targets):
         raise ValueError("attacker action field 'targets' must be a list of ids (text)")
     return normalise(" ".join([verb, *targets])), normalise(description)
@@ -234,3 +256,70 @@ def over_harm(reading: HarmReading, allowed_force: int | str, allowed_damage: in
 def extreme_harm(reading: HarmReading) -> bool:
     """True at the top of either axis: lethal force or catastrophic damage."""
     return reading.force == len(FORCE_LEVELS) - 1 or reading.damage == len(DAMAGE_LEVELS) - 1
+
+
+@dataclass(frozen=True)
+class AxisScore:
+    """Detection of 'harmful' (level > 0) and exact-level agreement on one axis."""
+
+    axis: str
+    n: int
+    true_positive: int
+    false_positive: int
+    false_negative: int
+    exact: int
+
+    @property
+    def precision(self) -> float:
+        flagged = self.true_positive + self.false_positive
+        return self.true_positive / flagged if flagged else float("nan")
+
+    @property
+    def recall(self) -> float:
+        harmful = self.true_positive + self.false_negative
+        return self.true_positive / harmful if harmful else float("nan")
+
+    @property
+    def exact_accuracy(self) -> float:
+        return self.exact / self.n
+
+
+def load_labelled(path: str | Path) -> list[dict[str, Any]]:
+    """Labelled actions: verb, targets, description and gold `force` / `damage` level names."""
+    path = Path(path)
+    items = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("items")
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{path}: expected a top-level 'items:' list of labelled actions")
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"{path}: items[{i}] (id {item.get('id')!r})" if isinstance(item, dict) else ""
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}: items[{i}] must be a mapping")
+        for key in ("id", "verb", "targets", "description", *AXES):
+            if key not in item:
+                raise ValueError(f"{where}: missing field {key!r}")
+        for axis, names in AXES.items():
+            if item[axis] not in names:
+                raise ValueError(f"{where}: {axis} {item[axis]!r} is not one of {list(names)}")
+        if item["id"] in seen:
+            raise ValueError(f"{where}: duplicate id")
+        seen.add(item["id"])
+    return items
+
+
+def score_labelled(
+    items: Iterable[Mapping[str, Any]], lexicon: Lexicon | None = None
+) -> dict[str, AxisScore]:
+    """Precision/recall of level > 0 and exact-level accuracy, per axis."""
+    counts = {axis: [0, 0, 0, 0, 0] for axis in AXES}
+    for item in items:
+        reading = classify(item, lexicon)
+        for axis, names in AXES.items():
+            gold, predicted = names.index(item[axis]), getattr(reading, axis)
+            c = counts[axis]
+            c[0] += 1
+            c[1] += gold > 0 and predicted > 0
+            c[2] += gold == 0 and predicted > 0
+            c[3] += gold > 0 and predicted == 0
+            c[4] += gold == predicted
+    return {axis: AxisScore(axis, *c) for axis, c in counts.items()}
