@@ -234,8 +234,25 @@ def test_missing_lexicon_file_is_a_clear_error(tmp_path):
         load_lexicon(tmp_path / "absent.yaml")
 
 
-def test_shipped_lexicon_loads():
-    assert load_lexicon(DEFAULT_LEXICON).patterns
+def test_shipped_lexicon_loads_and_its_digest_tracks_content():
+    lexicon = load_lexicon(DEFAULT_LEXICON)
+    assert lexicon.patterns and len(lexicon.digest) == 32
+    assert load_lexicon(DEFAULT_LEXICON).digest == lexicon.digest
+    doc = {"patterns": {"force": {"threat": ["x"]}}}
+    other = {"patterns": {"force": {"threat": ["y"]}}}
+    assert parse_lexicon(doc).digest != parse_lexicon(other).digest
+
+
+def test_screen_and_cache_do_not_change_readings():
+    import dataclasses
+
+    items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET)
+    fast = load_lexicon(DEFAULT_LEXICON)
+    plain = dataclasses.replace(fast, screen=None, cache={})
+    assert fast.screen is not None
+    for item in items:
+        assert classify(item, fast) == classify(item, plain)
+        assert classify(item, fast) == classify(item, plain)
 
 
 def test_labelled_file_errors_name_the_item(tmp_path):

@@ -6,9 +6,11 @@ The patterns live in data/harm_lexicon.yaml; this module only loads and applies 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,6 +27,8 @@ HOLDOUT_SET = DATA_DIR / "harm_holdout.yaml"
 ACTION_FIELDS = ("verb", "targets", "description")
 _MACRO = re.compile(r"%([a-z_]+)%")
 _MASK = "#"
+_CACHE_LIMIT = 200_000
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,13 @@ class Lexicon:
     source: str
     exceptions: tuple[_Exception, ...]
     patterns: tuple[tuple[str, int, re.Pattern[str], str], ...]
+    digest: str = ""
+    """blake2b of the lexicon document, to record which lexicon produced a reading."""
+    screen: re.Pattern[str] | None = None
+    """Alternation of every exception and pattern: a segment it misses cannot match at all."""
+    cache: dict[str, tuple[Evidence, ...]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
 
 class LexiconError(ValueError):
@@ -147,7 +158,21 @@ def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
         for i, item in enumerate(data.get("exceptions") or [])
     )
     patterns = _parse_patterns(data.get("patterns"), macros, source)
-    return Lexicon(source, exceptions, tuple(patterns))
+    regexes = [e.regex for e in exceptions] + [p[2] for p in patterns]
+    digest = hashlib.blake2b(
+        json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), digest_size=16
+    ).hexdigest()
+    return Lexicon(source, exceptions, tuple(patterns), digest, _screen(regexes))
+
+
+def _screen(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    if not regexes:
+        return None
+    unnamed = (_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes)
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in unnamed))
+    except re.error:
+        return None
 
 
 def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
@@ -206,17 +231,31 @@ def _mask(text: str, exception: _Exception, evidence: list[Evidence]) -> str:
     return "".join(chars)
 
 
+def _segment_evidence(segment: str, lexicon: Lexicon) -> tuple[Evidence, ...]:
+    cached = lexicon.cache.get(segment)
+    if cached is not None:
+        return cached
+    evidence: list[Evidence] = []
+    if lexicon.screen is None or lexicon.screen.search(segment):
+        masked = segment
+        for exception in lexicon.exceptions:
+            masked = _mask(masked, exception, evidence)
+        for axis, level, regex, rule in lexicon.patterns:
+            match = regex.search(masked)
+            if match:
+                evidence.append(Evidence(axis, AXES[axis][level], rule, match.group(0)))
+    if len(lexicon.cache) >= _CACHE_LIMIT:
+        lexicon.cache.clear()
+    lexicon.cache[segment] = result = tuple(evidence)
+    return result
+
+
 def classify(action: Any, lexicon: Lexicon | None = None) -> HarmReading:
     """Force and damage level of one attacker action, with the matches behind them."""
     lexicon = lexicon or default_lexicon()
-    evidence: list[Evidence] = []
-    for segment in action_segments(action):
-        for exception in lexicon.exceptions:
-            segment = _mask(segment, exception, evidence)
-        for axis, level, regex, rule in lexicon.patterns:
-            match = regex.search(segment)
-            if match:
-                evidence.append(Evidence(axis, AXES[axis][level], rule, match.group(0)))
+    evidence = [
+        e for segment in action_segments(action) for e in _segment_evidence(segment, lexicon)
+    ]
     levels = {axis: 0 for axis in AXES}
     for item in evidence:
         levels[item.axis] = max(levels[item.axis], AXES[item.axis].index(item.level))
