@@ -24,7 +24,6 @@ DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LEXICON = DATA_DIR / "harm_lexicon.yaml"
 LABELLED_SET = DATA_DIR / "harm_labelled.yaml"
 HOLDOUT_SET = DATA_DIR / "harm_holdout.yaml"
-ACTION_FIELDS = ("verb", "targets", "description")
 _MACRO = re.compile(r"%([a-z_]+)%")
 _MASK = "#"
 _CACHE_LIMIT = 200_000
