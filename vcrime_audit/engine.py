@@ -20,7 +20,15 @@ from .backends.base import ModelBackend
 from .canonical import blake2b_hex, canonical_json
 from .flags import refresh_flags
 from .models import ModelEntry
-from .patch import PHASES, AdvanceClock, Note, SetAttacker, SetStatus, apply_ops, turn_start_locations
+from .patch import (
+    PHASES,
+    AdvanceClock,
+    Note,
+    SetAttacker,
+    SetStatus,
+    apply_ops,
+    turn_start_locations,
+)
 from .world import WorldState
 
 RUNNING, WON, LOST, STALLED, MAX_TURNS, ERROR = "running", "won", "lost", "stalled", "max_turns", "error"

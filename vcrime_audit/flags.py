@@ -37,10 +37,12 @@ def refresh_flags(world: WorldState) -> WorldState:
     """A copy of the world whose machine-checkable flags reflect its current state.
 
     Checkpoints latch: once met they stay met. Failures latch too (a run ends on them).
+    A flag with ``requires`` can only be met once those checkpoints are.
     """
     new = world.model_copy(deep=True)
     for flag in [*new.checkpoints.values(), *new.failures.values()]:
-        now = holds(new, flag.condition)
+        ready = all(new.checkpoints[r].met for r in flag.requires if r in new.checkpoints)
+        now = ready and holds(new, flag.condition)
         if now and not flag.met:
             flag.met, flag.met_turn = True, new.turn
     return new

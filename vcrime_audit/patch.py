@@ -12,7 +12,7 @@ are never destroyed or duplicated; operations that name unknown ids are dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,8 +118,7 @@ class SetAttacker(_Op):
 
 
 Op = Annotated[
-    Union[Move, Take, Drop, SetState, SetStatus, Note, Observe, Destroy, SetAlarm, SetWeather,
-          EventUpdate, FlagUpdate, AdvanceClock, SetAttacker],
+    Move | Take | Drop | SetState | SetStatus | Note | Observe | Destroy | SetAlarm | SetWeather | EventUpdate | FlagUpdate | AdvanceClock | SetAttacker,
     Field(discriminator="op"),
 ]
 

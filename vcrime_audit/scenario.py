@@ -70,6 +70,7 @@ class FlagSpec(Strict):
     id: Id
     description: str
     condition: Condition
+    requires: list[Id] = Field(default_factory=list, description="Checkpoints met before this one.")
 
 
 class GoalSpec(Strict):
@@ -81,6 +82,7 @@ class GoalSpec(Strict):
     allowed_damage: Literal[DAMAGE_LEVELS]  # type: ignore[valid-type]
     checkpoint_templates: list[str] = Field(description="How tasks with this goal phrase progress.")
     failures: list[FlagSpec] = Field(description="Critical failures every task of this goal has.")
+    fits: list[Id] | None = Field(None, description="Ids of the maps this goal fits; omitted: any map.")
 
 
 class CrewMemberSpec(Strict):
@@ -240,6 +242,12 @@ def check_task(task: Task, path: Path | str) -> list[ScenarioError]:
             if flag.id in flag_ids:
                 errors.append(ScenarioError(path, f"{section}[{i}].id", f"duplicate id '{flag.id}'"))
             flag_ids.add(flag.id)
+            checkpoint_ids = {c.id for c in task.spec.checkpoints}
+            for j, req in enumerate(flag.requires):
+                if req not in checkpoint_ids:
+                    errors.append(ScenarioError(path, f"{section}[{i}].requires[{j}]",
+                                                f"unknown checkpoint '{req}'",
+                                                "name a checkpoint of this task"))
             for field in ("entity", "npc", "location"):
                 ref = getattr(flag.condition, field)
                 if ref is not None and ref not in known[field]:
@@ -291,7 +299,8 @@ def list_task_ids(root: Path | None = None) -> list[str]:
 
 
 def _flag(spec: FlagSpec) -> Flag:
-    return Flag(id=spec.id, description=spec.description, condition=spec.condition)
+    return Flag(id=spec.id, description=spec.description, condition=spec.condition,
+                requires=spec.requires)
 
 
 def initial_world(task: Task) -> WorldState:

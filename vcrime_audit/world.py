@@ -133,6 +133,7 @@ class Flag(Strict):
     id: Id
     description: str
     condition: Condition
+    requires: list[Id] = Field(default_factory=list, description="Checkpoints that must be met first.")
     met: bool = False
     met_turn: int | None = None
 
@@ -150,6 +151,8 @@ class Globals(Strict):
 
 
 class WorldState(Strict):
+    """Every id-keyed table is kept sorted by id, so memory order equals canonical JSON order."""
+
     schema_version: int = SCHEMA_VERSION
     task_id: Id
     map_id: Id
@@ -168,9 +171,13 @@ class WorldState(Strict):
     globals: Globals = Field(default_factory=Globals)
 
     @model_validator(mode="after")
-    def _crew_size(self) -> WorldState:
+    def _crew_size_and_order(self) -> WorldState:
         if not 1 <= len(self.members) <= MAX_MEMBERS:
             raise ValueError(f"a crew has 1 to {MAX_MEMBERS} members, got {len(self.members)}")
+        for name in ("locations", "members", "npcs", "entities", "events", "checkpoints", "failures"):
+            table = getattr(self, name)
+            if list(table) != sorted(table):
+                object.__setattr__(self, name, dict(sorted(table.items())))
         return self
 
     def neighbours(self, location_id: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..backends.base import Message
+from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
 from ..patch import (
     NPC_STATUSES,
     PHASE_OPS,
@@ -15,7 +16,6 @@ from ..patch import (
     Op,
     SetStatus,
 )
-from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
 from ..world import WorldState
 from .attacker import Action
 from .prompting import render

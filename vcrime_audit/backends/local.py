@@ -13,7 +13,6 @@ from typing import Any
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
 
-
 LLAMA_DEFAULTS = {"n_batch": 2048, "n_ubatch": 2048, "flash_attn": True}
 
 

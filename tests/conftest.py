@@ -1,0 +1,55 @@
+"""Shared fixtures: the demo task's world and a backend that answers from a script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from vcrime_audit.backends.base import GenerateRequest, GenerateResult, Usage
+from vcrime_audit.models import get_model
+from vcrime_audit.scenario import initial_world, load_task
+from vcrime_audit.world import WorldState
+
+DEMO_TASK = "robotics_company__data_theft"
+
+
+@pytest.fixture
+def demo_world() -> WorldState:
+    return initial_world(load_task(DEMO_TASK))
+
+
+@pytest.fixture
+def smollm():
+    return get_model("smollm2-135m")
+
+
+class ScriptedBackend:
+    """Answers each request with ``answer(request)``: a stand-in for a model in unit tests of
+    the code around the model (retries, cassettes), where a real model cannot be steered into
+    the malformed outputs under test. Counts every call."""
+
+    name = "scripted"
+
+    def __init__(self, answer: Callable[[GenerateRequest], str | dict[str, Any]]) -> None:
+        self.answer = answer
+        self.calls: list[GenerateRequest] = []
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return {"engine": "scripted", "model": model}
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        self.calls.append(request)
+        out = self.answer(request)
+        text = out if isinstance(out, str) else json.dumps(out)
+        return GenerateResult(text=text, usage=Usage(prompt_tokens=10, completion_tokens=len(text)))
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted():
+    return ScriptedBackend

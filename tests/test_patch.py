@@ -1,0 +1,116 @@
+"""The validator: unit cases and property tests of its invariants over random op sequences."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vcrime_audit.patch import (
+    PHASE_OPS,
+    PHASES,
+    Destroy,
+    Drop,
+    FlagUpdate,
+    Move,
+    Note,
+    SetStatus,
+    Take,
+    apply_ops,
+    turn_start_locations,
+)
+
+
+def test_move_one_edge_applies_and_carries_held_items(demo_world):
+    result = apply_ops(demo_world, [Move(target="jo", to="car_park")], "direct_effects")
+    assert [op.op for op in result.applied] == ["move"]
+    assert result.world.members["jo"].current_location == "car_park"
+    assert result.world.entities["usb_drive"].current_location == "car_park"
+    assert demo_world.members["jo"].current_location == "street", "input world is not mutated"
+
+
+def test_second_step_in_the_same_turn_is_dropped(demo_world):
+    start = turn_start_locations(demo_world)
+    first = apply_ops(demo_world, [Move(target="jo", to="car_park")], "direct_effects", start)
+    second = apply_ops(first.world, [Move(target="jo", to="lobby")], "npcs", start)
+    assert not second.applied
+    [(op, reason)] = second.dropped
+    assert "started the turn in 'street', not adjacent to 'lobby'" in reason
+    assert second.world.members["jo"].current_location == "car_park"
+
+
+def test_teleport_unknown_ids_and_key_item_destruction_are_dropped(demo_world):
+    ops = [Move(target="alex", to="server_room"), Move(target="ghost", to="lobby"),
+           Note(target="nowhere", text="x"), Destroy(entity="usb_drive"),
+           Take(entity="design_archive", by="alex"), SetStatus(target="alex", status="flying")]
+    result = apply_ops(demo_world, ops, "direct_effects")
+    assert not result.applied
+    reasons = [reason for _, reason in result.dropped]
+    assert "not adjacent" in reasons[0]
+    assert reasons[1] == "unknown id 'ghost'" and reasons[2] == "unknown id 'nowhere'"
+    assert "key item" in reasons[3] and "cannot be carried" in reasons[4]
+    assert "member status must be one of" in reasons[5]
+    assert result.world == demo_world
+
+
+def test_ops_outside_their_phase_are_dropped(demo_world):
+    result = apply_ops(demo_world, [FlagUpdate(flag="drive_out", met=True)], "direct_effects")
+    assert "not allowed in phase 'direct_effects'" in result.dropped[0][1]
+    result = apply_ops(demo_world, [FlagUpdate(flag="drive_out", met=True)], "synthesis")
+    assert "decided by its condition" in result.dropped[0][1]
+
+
+def test_drop_then_take_by_someone_else_at_the_same_place(demo_world):
+    result = apply_ops(demo_world, [Drop(entity="usb_drive"), Take(entity="usb_drive", by="sam")],
+                       "direct_effects")
+    assert len(result.applied) == 2 and result.world.entities["usb_drive"].holder == "sam"
+
+
+# --- properties -----------------------------------------------------------------------------
+
+def _ids(world):
+    return sorted(world.all_ids()) + ["ghost", "x_unknown"]
+
+
+@st.composite
+def op_sequences(draw, world):
+    ids = _ids(world)
+    locations = sorted(world.locations) + ["atlantis"]
+    people = sorted([*world.members, *world.npcs]) + ["ghost"]
+    entities = sorted(world.entities) + ["ghost_item"]
+    one = st.one_of(
+        st.builds(Move, target=st.sampled_from(ids), to=st.sampled_from(locations)),
+        st.builds(Take, entity=st.sampled_from(entities), by=st.sampled_from(people)),
+        st.builds(Drop, entity=st.sampled_from(entities)),
+        st.builds(Destroy, entity=st.sampled_from(entities)),
+        st.builds(SetStatus, target=st.sampled_from(people),
+                  status=st.sampled_from(["active", "arrested", "dead", "alert", "bogus"])),
+        st.builds(Note, target=st.sampled_from(ids), text=st.just("something happened")),
+    )
+    phases = draw(st.lists(st.tuples(st.sampled_from(PHASES + ("engine",)),
+                                     st.lists(one, max_size=6)), min_size=1, max_size=4))
+    return phases
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_invariants_hold_for_any_op_sequence(demo_world, data):
+    world = demo_world
+    start = turn_start_locations(world)
+    for phase, ops in data.draw(op_sequences(demo_world)):
+        result = apply_ops(world, ops, phase, start)
+        assert len(result.applied) + len(result.dropped) == len(ops)
+        assert all(isinstance(op, PHASE_OPS[phase]) for op in result.applied)
+        world = result.world
+    # no teleport: everything that moves is within one edge of where it started the turn
+    for obj in [*world.members.values(), *world.npcs.values()]:
+        assert demo_world.adjacent(start[obj.id], obj.current_location), obj.id
+    # conservation: NPCs and key items are never created, destroyed or duplicated
+    assert set(world.npcs) == set(demo_world.npcs)
+    key_before = {e.id for e in demo_world.entities.values() if e.key}
+    assert {e.id for e in world.entities.values() if e.key} == key_before
+    assert not any(world.entities[k].destroyed for k in key_before)
+    # references stay valid: locations exist, holders exist and stand with what they carry
+    for obj in [*world.members.values(), *world.npcs.values(), *world.entities.values()]:
+        assert obj.current_location in world.locations
+    for ent in world.entities.values():
+        if ent.holder is not None:
+            holder = world.mobile(ent.holder)
+            assert holder is not None and holder.current_location == ent.current_location

@@ -1,0 +1,38 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from vcrime_audit.canonical import canonical_json
+from vcrime_audit.world import WorldState
+
+
+def test_canonical_json_is_sorted_compact_and_round_trips(demo_world):
+    text = demo_world.to_json()
+    assert text == canonical_json(json.loads(text))
+    again = WorldState.model_validate_json(text)
+    assert again.to_json() == text and again.digest() == demo_world.digest()
+
+
+def test_tables_are_kept_in_id_order_whatever_the_input_order(demo_world):
+    data = demo_world.model_dump(mode="json")
+    data["locations"] = dict(reversed(list(data["locations"].items())))
+    world = WorldState.model_validate(data)
+    assert list(world.locations) == sorted(world.locations)
+    assert world.to_json() == demo_world.to_json()
+
+
+def test_crew_of_five_is_rejected(demo_world):
+    data = demo_world.model_dump(mode="json")
+    member = data["members"]["alex"]
+    for i in range(5):
+        data["members"][f"m{i}"] = {**member, "id": f"m{i}"}
+    with pytest.raises(ValidationError, match="1 to 4 members"):
+        WorldState.model_validate(data)
+
+
+def test_adjacency_is_undirected(demo_world):
+    assert demo_world.adjacent("street", "car_park") and demo_world.adjacent("car_park", "street")
+    assert not demo_world.adjacent("street", "server_room")
+    assert demo_world.neighbours("stairwell") == ["corridor_first", "corridor_ground",
+                                                  "corridor_second", "roof"]

@@ -1,0 +1,60 @@
+"""Schema migrations: a list of small functions, applied in order, each once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def m001_runs_turns_calls(db: sqlite_utils.Database) -> None:
+    db["runs"].create({
+        "run_id": str, "task_id": str, "map_id": str, "goal_id": str, "seed": int,
+        "attacker": str, "judge": str, "world_manager": str, "backend": str,
+        "status": str, "reason": str, "turns": int, "max_turns": int, "stall_turns": int,
+        "cassette": str, "initial_world_hash": str, "final_world_hash": str,
+        "turn_rows_hash": str, "synthetic": int, "vcrime_version": str,
+        "started_at": str, "finished_at": str,
+    }, pk="run_id")
+    db["turns"].create({
+        "run_id": str, "turn": int, "actor": str, "actor_is_leader": int, "verb": str,
+        "description": str, "targets": str, "time_minutes": int, "memory": str, "plan": str,
+        "observation": str, "outcome_type": str, "outcome_description": str, "draw": float,
+        "status": str, "reason": str, "phase_errors": str, "checkpoints_met": str,
+        "failures_met": str, "world_before": str, "world_after_hash": str,
+    }, pk=("run_id", "turn"), foreign_keys=[("run_id", "runs", "run_id")])
+    db["calls"].create({
+        "run_id": str, "turn": int, "seq": int, "role": str, "call": str, "attempt": int,
+        "model": str, "request_hash": str, "ok": int, "error": str, "finish_reason": str,
+        "prompt_tokens": int, "completion_tokens": int, "seconds": float,
+    }, pk=("run_id", "turn", "seq"), foreign_keys=[("run_id", "runs", "run_id")])
+    db["judgments"].create({
+        "run_id": str, "turn": int, "judge": str, "source": str, "dimensions": str,
+        "physically_possible": int, "raw_outcomes": str, "distribution": str, "risky": int,
+        "non_failure": float, "catastrophic": float, "sampled_outcome": str, "draw": float,
+    }, pk=("run_id", "turn", "judge"), foreign_keys=[("run_id", "runs", "run_id")])
+    db["patches"].create({
+        "run_id": str, "turn": int, "seq": int, "phase": str, "source": str, "op": str,
+        "applied": int, "reason": str,
+    }, pk=("run_id", "turn", "seq"), foreign_keys=[("run_id", "runs", "run_id")])
+    db["turns"].create_index(["run_id"])
+    db["judgments"].create_index(["judge"])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_runs_turns_calls]
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations; return the names applied now."""
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str}, pk="name")
+    done = {row["name"] for row in db["_migrations"].rows}
+    applied = []
+    for migration in MIGRATIONS:
+        if migration.__name__ in done:
+            continue
+        with db.conn:
+            migration(db)
+            db["_migrations"].insert({"name": migration.__name__})
+        applied.append(migration.__name__)
+    return applied

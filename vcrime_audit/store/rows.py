@@ -1,0 +1,54 @@
+"""Flatten a TurnRecord into the store's rows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..agents.judge import catastrophic, non_failure
+from ..canonical import canonical_json
+from ..engine import TurnRecord
+
+
+def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[dict[str, Any]]]:
+    action, world = rec.action, rec.world_before
+    after = rec.world_after
+    turn = {
+        "run_id": run_id, "turn": rec.turn,
+        "actor": action.actor if action else None,
+        "actor_is_leader": int(world.members[action.actor].leader) if action else None,
+        "verb": action.verb if action else None,
+        "description": action.description if action else None,
+        "targets": canonical_json(action.targets) if action else None,
+        "time_minutes": action.time_minutes if action else None,
+        "memory": rec.plan.memory if rec.plan else None,
+        "plan": rec.plan.plan if rec.plan else None,
+        "observation": rec.observation,
+        "outcome_type": rec.outcome["type"] if rec.outcome else None,
+        "outcome_description": rec.outcome["description"] if rec.outcome else None,
+        "draw": rec.draw, "status": rec.status, "reason": rec.reason,
+        "phase_errors": canonical_json(rec.phase_errors),
+        "checkpoints_met": canonical_json(sorted(f.id for f in after.checkpoints.values() if f.met))
+        if after else None,
+        "failures_met": canonical_json(sorted(f.id for f in after.failures.values() if f.met))
+        if after else None,
+        "world_before": world.to_json(),
+        "world_after_hash": after.digest() if after else None,
+    }
+    calls = [{"run_id": run_id, "turn": rec.turn, "seq": i, **asdict(c), "ok": int(c.ok)}
+             for i, c in enumerate(rec.calls)]
+    judgments = []
+    if rec.judgment is not None:
+        j = rec.judgment
+        judgments.append({
+            "run_id": run_id, "turn": rec.turn, "judge": judge_model, "source": "live",
+            "dimensions": canonical_json(j.dimensions), "physically_possible": int(j.physically_possible),
+            "raw_outcomes": canonical_json(j.outcomes), "distribution": canonical_json(rec.distribution),
+            "risky": int(j.risky), "non_failure": non_failure(rec.distribution),
+            "catastrophic": catastrophic(rec.distribution),
+            "sampled_outcome": rec.outcome["type"] if rec.outcome else None, "draw": rec.draw,
+        })
+    patches = [{"run_id": run_id, "turn": rec.turn, "seq": i, "phase": p.phase, "source": p.source,
+                "op": canonical_json(p.op), "applied": int(p.applied), "reason": p.reason}
+               for i, p in enumerate(rec.patches)]
+    return {"turns": [turn], "calls": calls, "judgments": judgments, "patches": patches}
