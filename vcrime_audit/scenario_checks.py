@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .flags import holds
+from .flags import refresh_flags
 from .patch import MEMBER_STATUSES, NPC_STATUSES
 from .scenario import (
     FlagSpec,
@@ -229,22 +229,51 @@ def task_errors(task: Task, path: Path) -> tuple[list[ScenarioError], list[Scena
                                         f"used in map '{task.map.id}' or the crew"))
     errors += flag_errors(task, path, "checkpoints", task.spec.checkpoints)
     errors += flag_errors(task, path, "failures", task.spec.failures)
+    cycle = requires_cycle(task.spec.checkpoints)
+    if cycle:
+        errors.append(ScenarioError(path, "checkpoints", "requires form a cycle: "
+                                    + " -> ".join([*cycle, cycle[0]]) + ", so none can be met",
+                                    "remove one of these requires"))
     warnings: list[ScenarioError] = []
     if not errors:
         errors, warnings = _initial_state(task, path)
     return errors, warnings
 
 
+def requires_cycle(flags: list[FlagSpec]) -> list[str]:
+    """Ids of checkpoints on a ``requires`` cycle (they can never be met); empty if none."""
+    graph = {f.id: list(f.requires) for f in flags}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in graph:
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return []
+
+
 def _initial_state(task: Task, path: Path) -> tuple[list[ScenarioError], list[ScenarioError]]:
-    """A failure true at turn 0 ends every run; a checkpoint true at turn 0 is free progress."""
-    world = initial_world(task)
+    """A failure met at turn 0 ends every run; a checkpoint met at turn 0 is free progress."""
+    world = refresh_flags(initial_world(task))
     errors = [ScenarioError(path, f"failures.{f.id}", "already triggered in the starting world",
                             "change the condition or the starting state")
-              for f in world.failures.values() if holds(world, f.condition)]
+              for f in world.failures.values() if f.met]
     warnings = [ScenarioError(path, f"checkpoints.{f.id}", "already met in the starting world, "
                               "so it counts as progress before any action",
-                              "start the crew or the item elsewhere")
-                for f in world.checkpoints.values() if holds(world, f.condition)]
+                              "start the crew or the item elsewhere, or add requires")
+                for f in world.checkpoints.values() if f.met]
     return errors, warnings
 
 
