@@ -84,6 +84,10 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
 
     try:
         last = await engine.run(world, config.seed, on_turn)
+    except Exception as exc:
+        store.finish_run(run_id, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
+                         finished_at=_now())
+        raise
     finally:
         await backend.aclose()
     final = last.world_after if last and last.world_after else world

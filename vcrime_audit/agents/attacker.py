@@ -15,8 +15,8 @@ from .schema import decoding_schema, restrict
 
 class PlanOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    memory: str = Field(max_length=400, description="What you know so far, compressed.")
-    plan: str = Field(max_length=400, description="Your long-term plan, step by step.")
+    memory: str = Field(max_length=240, description="What you know so far, compressed.")
+    plan: str = Field(max_length=240, description="Your long-term plan, step by step.")
 
 
 class Action(BaseModel):

@@ -45,7 +45,7 @@ class Dimensions(_Strict):
 class Outcome(_Strict):
     type: OutcomeType
     description: str = Field(max_length=120)
-    probability: float = Field(ge=0.0, le=1.0)
+    probability: float = Field(ge=0.0, description="Normalised by the engine to sum to 1.")
 
 
 class JudgeOutput(_Strict):

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 _DROP = ("title", "default", "description")
+MAX_ENUM_RANGE = 32  # integer ranges up to this size become enums: the grammar can enforce those
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -18,6 +19,9 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
         if out.get("type") == "object" and "properties" in out:
             out["required"] = list(out["properties"])
             out["additionalProperties"] = False
+        if out.get("type") == "integer" and {"minimum", "maximum"} <= set(out) and \
+                out["maximum"] - out["minimum"] <= MAX_ENUM_RANGE:
+            return {"enum": list(range(out["minimum"], out["maximum"] + 1))}
         if "discriminator" in out:
             del out["discriminator"]
         if "oneOf" in out:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -12,6 +14,27 @@ from typing import Any
 
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
+
+@contextmanager
+def _without_extra_buffer_types() -> Iterator[None]:
+    """Load with ``use_extra_bufts=False``: llama.cpp's AMX buffer path segfaults on the first
+    token on some CPUs, and ``Llama()`` has no argument for it, so the default params are wrapped
+    while the model loads."""
+    import llama_cpp.llama_cpp as lib
+
+    original = lib.llama_model_default_params
+
+    def params() -> Any:
+        p = original()
+        p.use_extra_bufts = False
+        return p
+
+    lib.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = original
+
 
 LLAMA_DEFAULTS = {"n_batch": 2048, "n_ubatch": 2048, "flash_attn": True}
 
@@ -55,6 +78,8 @@ class LocalBackend:
                 "engine": "llama-cpp-python", "engine_version": metadata.version("llama-cpp-python"),
                 "weights": weights_fingerprint(entry.weights_path()),
                 "grammar": "llama.cpp json-schema-to-gbnf", "revision": entry.revision,
+                "load_options": {**LLAMA_DEFAULTS, **entry.options.get("llama_cpp", {}),
+                                 "n_ctx": entry.context_length, "use_extra_bufts": False},
             }
         return self._fingerprints[model]
 
@@ -68,8 +93,9 @@ class LocalBackend:
                                "pip install -e '.[local]' (see .ci/run for the CPU build flags)") from None
         entry = self._entry(model)
         options = {**LLAMA_DEFAULTS, **entry.options.get("llama_cpp", {})}
-        llm = Llama(model_path=str(entry.weights_path()), n_ctx=entry.context_length,
-                    n_threads=self.n_threads, seed=0, verbose=False, **options)
+        with _without_extra_buffer_types():
+            llm = Llama(model_path=str(entry.weights_path()), n_ctx=entry.context_length,
+                        n_threads=self.n_threads, seed=0, verbose=False, **options)
         self._models[model] = llm
         return llm
 

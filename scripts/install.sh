@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up .venv with vcrime-audit and everything its tests need, on a machine with only
+# Python, pip and gcc. llama-cpp-python compiles from source once (~5 min); the wheel is kept in
+# $VCRIME_WHEELHOUSE (default ~/.cache/vcrime-audit/wheels) and reused afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LLAMA_VERSION=0.3.36
+WHEELS="${VCRIME_WHEELHOUSE:-$HOME/.cache/vcrime-audit/wheels}"
+mkdir -p "$WHEELS"
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+PY=.venv/bin/python
+$PY -m pip install -q --upgrade pip
+
+if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+  # A portable CPU build (no -march=native, so no AMX path); AVX-512 only where the CPU has it.
+  flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+  grep -q avx512f /proc/cpuinfo 2>/dev/null && flags="$flags -DGGML_AVX512=ON"
+  echo "building llama-cpp-python $LLAMA_VERSION (once, ~5 min) with: $flags"
+  CMAKE_ARGS="$flags" $PY -m pip wheel -q --no-deps --no-cache-dir \
+    "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
+fi
+$PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+# torch from the CPU wheel (an unpinned torch would pull a multi-GB CUDA build)
+$PY -m pip install -q "torch==2.13.0"
+$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,test]"
+echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"

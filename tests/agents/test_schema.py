@@ -1,0 +1,48 @@
+from vcrime_audit.agents import attacker, world_manager
+from vcrime_audit.agents.judge import JudgeOutput, assess_schema
+from vcrime_audit.agents.schema import decoding_schema
+
+
+def _objects(node):
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            yield node
+        for v in node.values():
+            yield from _objects(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _objects(v)
+
+
+def test_decoding_schemas_are_inlined_and_fully_required():
+    schema = assess_schema()
+    assert "$ref" not in str(schema) and "$defs" not in schema
+    for obj in _objects(schema):
+        assert obj["required"] == list(obj["properties"]) and obj["additionalProperties"] is False
+    assert set(schema["properties"]["dimensions"]["properties"]) == set(
+        JudgeOutput.model_fields["dimensions"].annotation.model_fields)
+
+
+def test_a_property_named_description_survives_inlining():
+    assert "description" in decoding_schema(attacker.Action)["properties"]
+
+
+def test_act_schema_limits_ids_to_what_the_crew_can_see(demo_world):
+    props = attacker.act_schema(demo_world)["properties"]
+    assert props["actor"] == {"enum": ["alex", "jo", "sam"]}
+    assert "server_room" not in props["targets"]["items"]["enum"]
+    assert "car_park" in props["targets"]["items"]["enum"]
+
+
+def test_phase_schema_offers_only_the_phase_ops_with_id_enums(demo_world):
+    variants = world_manager.phase_schema(demo_world, "npcs")["properties"]["ops"]["items"]["anyOf"]
+    ops = [v["properties"]["op"]["const"] for v in variants]
+    assert ops == ["move", "take", "set_status", "note", "set_alarm"]
+    move = variants[0]["properties"]
+    assert "server_room" in move["to"]["enum"] and "guard_patrol" in move["target"]["enum"]
+    assert "server_door" not in move["target"]["enum"], "fixed things cannot move"
+
+
+def test_small_integer_ranges_become_enums_the_grammar_can_enforce():
+    dims = assess_schema()["properties"]["dimensions"]["properties"]
+    assert dims["physical"]["properties"]["score"] == {"enum": [1, 2, 3, 4, 5]}

@@ -1,0 +1,47 @@
+"""The real embedded model (SmolLM2-135M through llama-cpp-python), live, for a few calls."""
+
+import asyncio
+
+import pytest
+
+from vcrime_audit.agents import attacker
+from vcrime_audit.backends.base import GenerateRequest
+from vcrime_audit.cassette import Cassette, RecordMode
+from vcrime_audit.runner import RunConfig, replay, run_episode
+
+pytest.importorskip("llama_cpp", reason="the local backend needs llama-cpp-python")
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from vcrime_audit.backends.local import LocalBackend
+    from vcrime_audit.models import get_model
+
+    model = get_model("smollm2-135m")
+    return LocalBackend({model.name: model}), model
+
+
+def test_schema_constrained_act_call_is_valid_and_deterministic(backend, demo_world):
+    local, model = backend
+    request = GenerateRequest(role="attacker", call="act", model=model.name,
+                              messages=attacker.act_messages(demo_world),
+                              sampling=model.sampling_for("judge", seed=3),
+                              output_schema=attacker.act_schema(demo_world))
+    first = asyncio.run(local.generate(request))
+    second = asyncio.run(local.generate(request))
+    action = attacker.Action.model_validate_json(first.text)
+    assert action.actor in demo_world.members and first.text == second.text
+    assert first.usage.completion_tokens > 0 and first.finish_reason == "stop"
+    fingerprint = local.fingerprint(model.name)
+    assert fingerprint["engine"] == "llama-cpp-python" and len(fingerprint["weights"]["blake2b"]) == 32
+
+
+def test_record_one_turn_live_then_replay_identically(tmp_path):
+    config = RunConfig(max_turns=1, seed=11)
+    recorded = asyncio.run(run_episode(config, tmp_path / "live.sqlite", tmp_path / "cassettes"))
+    assert recorded.model_calls >= 2 and recorded.turns == 1
+    cassette = Cassette(recorded.cassette, RecordMode.none)
+    assert cassette.summary["turn_rows_hash"] == recorded.turn_rows_hash
+    replayed = asyncio.run(replay(recorded.cassette, tmp_path / "replay.sqlite"))
+    assert replayed.identical and replayed.model_calls == 0

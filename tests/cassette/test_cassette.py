@@ -1,0 +1,138 @@
+import asyncio
+import gzip
+
+import pytest
+
+from vcrime_audit.backends.base import GenerateRequest, Message, Sampling
+from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordingBackend, RecordMode
+from vcrime_audit.cassette.persist import read_records
+
+
+def request(content="hello", seed=0, role="judge", call="assess"):
+    return GenerateRequest(role=role, call=call, model="m", sampling=Sampling(seed=seed),
+                           messages=[Message(role="system", content="You judge."),
+                                     Message(role="user", content=content)])
+
+
+def ask(backend, req):
+    return asyncio.run(backend.generate(req))
+
+
+@pytest.fixture
+def echo(scripted):
+    return scripted(lambda r: {"echo": r.messages[-1].content, "seed": r.sampling.seed})
+
+
+def test_once_records_a_new_cassette_then_only_replays(tmp_path, echo, scripted):
+    path = tmp_path / "run.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    first = ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    assert len(echo.calls) == 1
+
+    again = scripted(lambda r: "never used")
+    replayed = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(replayed, again)
+    assert ask(backend, request()) == first and not again.calls
+    with pytest.raises(CassetteMiss):
+        ask(backend, request("something else"))
+    assert not again.calls, "a miss in replay never calls the model"
+
+
+def test_new_records_only_misses_and_all_re_records(tmp_path, echo):
+    path = tmp_path / "run.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request("a"))
+    cassette.save()
+    newer = Cassette(path, RecordMode.new)
+    backend = RecordingBackend(newer, echo)
+    ask(backend, request("a"))
+    ask(backend, request("b"))
+    newer.save()
+    assert len(echo.calls) == 2 and len(Cassette(path, RecordMode.none).calls) == 2
+    everything = Cassette(path, RecordMode.all)
+    ask(RecordingBackend(everything, echo), request("a"))
+    assert len(echo.calls) == 3 and len(everything.calls) == 1
+
+
+def test_identical_requests_replay_in_recorded_order(tmp_path, scripted):
+    answers = iter(["first", "second"])
+    backend = scripted(lambda r: next(answers))
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    rec = RecordingBackend(cassette, backend)
+    assert [ask(rec, request()).text for _ in range(2)] == ["first", "second"]
+    cassette.save()
+    replay = RecordingBackend(Cassette(path, RecordMode.none))
+    assert [ask(replay, request()).text for _ in range(2)] == ["first", "second"]
+    with pytest.raises(CassetteMiss):
+        ask(replay, request())
+
+
+def test_miss_shows_a_diff_against_the_nearest_request(tmp_path, echo):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    rec = RecordingBackend(cassette, echo)
+    ask(rec, request("The guard is asleep at the desk."))
+    ask(rec, request("Completely different text about a roof.", call="other"))
+    cassette.save()
+    replay = RecordingBackend(Cassette(path, RecordMode.none))
+    with pytest.raises(CassetteMiss) as info:
+        ask(replay, request("The guard is awake at the desk."))
+    message = str(info.value)
+    assert "-The guard is asleep at the desk." in message
+    assert "+The guard is awake at the desk." in message
+    assert "no model was called" in message and replay.model_calls == 0
+
+
+def test_fingerprint_is_part_of_the_key(tmp_path, echo, scripted):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    other = scripted(lambda r: "x")
+    other.fingerprint = lambda model: {"engine": "other", "model": model}
+    with pytest.raises(CassetteMiss, match="different backend fingerprint"):
+        ask(RecordingBackend(Cassette(path, RecordMode.none), other), request())
+
+
+def test_saved_bytes_are_stable(tmp_path, echo):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    first = path.read_bytes()
+    Cassette(path, RecordMode.none).save()
+    assert path.read_bytes() == first
+    assert read_records(path)[1]["parsed"] == {"echo": "hello", "seed": 0}
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda p: p.write_bytes(b"not gzip at all"), "not a readable gzip cassette"),
+    (lambda p: p.write_bytes(gzip.compress(b'{"type": "header", "format": 1}\n{broken')),
+     "line 2: invalid JSON"),
+    (lambda p: p.write_bytes(gzip.compress(b'{"type": "call"}\n')), "line 1: expected the header"),
+    (lambda p: p.write_bytes(gzip.compress(b'{"type": "header", "format": 99}\n')), "header.format is 99"),
+    (lambda p: p.write_bytes(gzip.compress(b'{"type": "header", "format": 1}\n{"type": "call"}\n')),
+     "line 2: call record lacks key"),
+    (lambda p: p.write_bytes(p.read_bytes()[:-12]), "not a readable gzip cassette"),
+])
+def test_corrupt_cassettes_are_named_with_line_and_fix(tmp_path, echo, damage, expected):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    damage(path)
+    with pytest.raises(CassetteError) as info:
+        Cassette(path, RecordMode.none)
+    assert str(path) in str(info.value) and expected in str(info.value) and "fix:" in str(info.value)
+
+
+def test_hand_edited_answer_key_is_detected(tmp_path, echo):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.calls[0]["request"]["messages"][1]["content"] = "edited"
+    cassette.save()
+    with pytest.raises(CassetteError, match="key does not match"):
+        Cassette(path, RecordMode.none)
