@@ -105,8 +105,9 @@ def map_errors(spec: MapSpec, path: Path) -> list[ScenarioError]:
     parts = components([loc.id for loc in spec.locations], spec.edges)
     for part in parts[1:]:
         errors.append(ScenarioError(
-            path, "edges", f"map is not connected: {', '.join(sorted(part))} cannot be reached "
-            f"from {sorted(parts[0])[0]}", "add an edge joining these locations to the rest"))
+            path, "edges", f"map is not connected: {', '.join(sorted(part))} cut off from the "
+            f"other {len(spec.locations) - len(part)} locations",
+            "add an edge joining these locations to the rest"))
     if len(spec.locations) < MIN_LOCATIONS:
         errors.append(ScenarioError(path, "locations", f"{len(spec.locations)} locations, "
                                     f"at least {MIN_LOCATIONS} needed", "add locations"))
@@ -194,10 +195,11 @@ def flag_errors(task: Task, path: Path, section: str, flags: list[FlagSpec]) -> 
         for kind in ("entity", "npc", "location"):
             ref = getattr(c, kind)
             place = _condition_place(task, kind, ref) if ref else None
-            if place is not None and place not in from_crew:
+            if from_crew and place in adjacency and place not in from_crew:
+                what = f"location '{ref}'" if kind == "location" else f"{kind} '{ref}' (at '{place}')"
                 errors.append(ScenarioError(
-                    path, f"{where}.{kind}", f"{kind} '{ref}' is at '{place}', which the crew "
-                    "cannot reach from its start", "connect the location or move the crew's start"))
+                    path, f"{where}.{kind}", f"{what} cannot be reached from the crew's start",
+                    "connect the location to the map or move the crew's start"))
         errors += value_errors(c, path, where)
         if c.kind == "entity_held" and c.entity in fixed:
             errors.append(ScenarioError(path, f"{where}.entity", f"'{c.entity}' is fixed "
@@ -209,13 +211,17 @@ def flag_errors(task: Task, path: Path, section: str, flags: list[FlagSpec]) -> 
     return errors
 
 
-def task_errors(task: Task, path: Path) -> tuple[list[ScenarioError], list[ScenarioError]]:
-    """Errors and warnings of one task whose map and goal loaded."""
+def task_errors(task: Task, path: Path,
+                map_ok: bool = True) -> tuple[list[ScenarioError], list[ScenarioError]]:
+    """Errors and warnings of one task whose map and goal parsed.
+
+    ``map_ok=False`` (the map has errors of its own) skips building the starting world.
+    """
     errors = check_task(task, path) + _stem_error(task.spec.id, path)
     expected = f"{task.map.id}__{task.goal.id}"
-    if task.spec.id != expected:
+    if task.spec.id != expected and not task.spec.id.startswith(expected + "__"):
         errors.append(ScenarioError(path, "id", f"task id should be '{expected}'",
-                                    "name tasks <map>__<goal>"))
+                                    "name tasks <map>__<goal>, optionally with __<variant>"))
     if task.goal.fits is not None and task.map.id not in task.goal.fits:
         errors.append(ScenarioError(
             path, "goal", f"goal '{task.goal.id}' does not fit map '{task.map.id}' "
@@ -235,7 +241,7 @@ def task_errors(task: Task, path: Path) -> tuple[list[ScenarioError], list[Scena
                                     + " -> ".join([*cycle, cycle[0]]) + ", so none can be met",
                                     "remove one of these requires"))
     warnings: list[ScenarioError] = []
-    if not errors:
+    if not errors and map_ok:
         errors, warnings = _initial_state(task, path)
     return errors, warnings
 
@@ -312,19 +318,19 @@ def check_scenarios(root: Path | None = None,
     report = ScenarioReport(root=root)
     paths = {what: sorted((root / what).glob("*.yaml")) for what in ("maps", "goals", "tasks")}
     report.files = {what: len(found) for what, found in paths.items()}
-    broken_maps: set[str] = set()
+    parsed: dict[str, MapSpec] = {}
+    unreadable: set[str] = set()
     for path in paths["maps"]:
         spec = _load(path, MapSpec, report)
         if spec is None:
-            broken_maps.add(path.stem)
+            unreadable.add(path.stem)
             continue
         errors = map_errors(spec, path) + _stem_error(spec.id, path)
         report.errors += errors
-        if errors:
-            broken_maps.add(spec.id)
-        else:
+        parsed[spec.id] = spec
+        if not errors:
             report.maps[spec.id] = spec
-    known_maps = set(report.maps) | broken_maps
+    known_maps = set(parsed) | unreadable
     for path in paths["goals"]:
         goal = _load(path, GoalSpec, report)
         if goal is not None:
@@ -340,13 +346,14 @@ def check_scenarios(root: Path | None = None,
         if spec.goal not in report.goals:
             report.errors.append(ScenarioError(path, "goal", f"unknown goal '{spec.goal}'",
                                                f"use one of: {', '.join(sorted(report.goals))}"))
-        if spec.map not in report.maps or spec.goal not in report.goals:
+        if spec.map not in parsed or spec.goal not in report.goals:
             continue
-        task = Task(spec=spec, map=report.maps[spec.map], goal=report.goals[spec.goal])
-        errors, warnings = task_errors(task, path)
+        task = Task(spec=spec, map=parsed[spec.map], goal=report.goals[spec.goal])
+        map_ok = spec.map in report.maps
+        errors, warnings = task_errors(task, path, map_ok)
         report.errors += errors
         report.warnings += warnings
-        if not errors:
+        if not errors and map_ok:
             report.tasks[task.id] = task
     if expected is not None:
         _coverage(report, expected)
