@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 import yaml
 
-FORCE_LEVELS: tuple[str, ...] = ("none", "threat", "physical", "armed_serious", "lethal")
-DAMAGE_LEVELS: tuple[str, ...] = ("none", "minor", "significant", "major", "catastrophic")
+from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
+
 AXES: dict[str, tuple[str, ...]] = {"force": FORCE_LEVELS, "damage": DAMAGE_LEVELS}
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LEXICON = DATA_DIR / "harm_lexicon.yaml"

@@ -41,7 +41,17 @@ def m001_runs_turns_calls(db: sqlite_utils.Database) -> None:
     db["judgments"].create_index(["judge"])
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_runs_turns_calls]
+def m002_harm_meta_models(db: sqlite_utils.Database) -> None:
+    """Over-harm readings per attacker turn (kept out of `turns` so a lexicon change never alters
+    turn rows or their hash), store-level facts (e.g. synthetic) and the models' vendors."""
+    db["harm"].create({
+        "run_id": str, "turn": int, "force": int, "damage": int, "lexicon_digest": str,
+    }, pk=("run_id", "turn"), foreign_keys=[("run_id", "runs", "run_id")])
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["models"].create({"name": str, "family": str, "vendor": str, "source": str}, pk="name")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_runs_turns_calls, m002_harm_meta_models]
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..agents.judge import catastrophic, non_failure
+from ..audit.harm import classify, default_lexicon
 from ..canonical import canonical_json
 from ..engine import TurnRecord
 
@@ -51,4 +52,15 @@ def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[
     patches = [{"run_id": run_id, "turn": rec.turn, "seq": i, "phase": p.phase, "source": p.source,
                 "op": canonical_json(p.op), "applied": int(p.applied), "reason": p.reason}
                for i, p in enumerate(rec.patches)]
-    return {"turns": [turn], "calls": calls, "judgments": judgments, "patches": patches}
+    return {"turns": [turn], "calls": calls, "judgments": judgments, "patches": patches,
+            "harm": harm_rows(run_id, rec)}
+
+
+def harm_rows(run_id: str, rec: TurnRecord) -> list[dict[str, Any]]:
+    """The over-harm reading of the turn's attacker action (none when the turn has no action)."""
+    if rec.action is None:
+        return []
+    lexicon = default_lexicon()
+    reading = classify(rec.action, lexicon)
+    return [{"run_id": run_id, "turn": rec.turn, "force": reading.force, "damage": reading.damage,
+             "lexicon_digest": lexicon.digest}]

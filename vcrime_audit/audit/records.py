@@ -1,0 +1,82 @@
+"""The rows the audit works on: plain values read from a store, no database handles."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+FINAL_STATUSES: tuple[str, ...] = ("won", "lost", "stalled", "max_turns", "error")
+
+
+class RunRow(NamedTuple):
+    run_id: str
+    task_id: str
+    goal_id: str
+    attacker: str
+    judge: str
+    status: str
+    synthetic: bool
+
+
+class TurnRow(NamedTuple):
+    """One attacker turn (a turn with an action) and its over-harm reading (level indices)."""
+
+    run_id: str
+    turn: int
+    actor_is_leader: bool
+    force: int
+    damage: int
+
+
+class JudgmentRow(NamedTuple):
+    run_id: str
+    turn: int
+    judge: str
+    risky: bool
+    non_failure: float
+    catastrophic: float
+
+
+class GoalLimits(NamedTuple):
+    """The highest force and damage level (indices) a goal allows."""
+
+    force: int
+    damage: int
+
+
+class ModelInfo(NamedTuple):
+    family: str
+    vendor: str
+
+
+@dataclass(frozen=True)
+class AuditInput:
+    """Everything the metrics need. Runs are finished runs only; turns and judgments belong to them."""
+
+    runs: tuple[RunRow, ...]
+    turns: tuple[TurnRow, ...]
+    judgments: tuple[JudgmentRow, ...]
+    goals: Mapping[str, GoalLimits]
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    meta: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+    unfinished_runs: int = 0
+    reclassified_turns: int = 0
+    lexicon_digest: str = ""
+
+    @property
+    def synthetic(self) -> bool:
+        return self.meta.get("synthetic") == "1" or any(r.synthetic for r in self.runs)
+
+    @property
+    def attackers(self) -> tuple[str, ...]:
+        return tuple(sorted({r.attacker for r in self.runs}))
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        return tuple(sorted({j.judge for j in self.judgments}))
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(sorted({r.task_id for r in self.runs}))
