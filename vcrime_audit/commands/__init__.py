@@ -1,0 +1,1 @@
+"""Typer sub-apps that cli.py mounts."""
