@@ -22,6 +22,7 @@ class TinyStore:
         self.path = Path(path)
         self.store = Store(self.path)
         self.conn = self.store.db.conn
+        self.conn.execute("PRAGMA synchronous = OFF")
         self.digest = default_lexicon().digest
 
     def run(self, run_id: str, task: str, goal: str, attacker: str, status: str = "won",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 FINAL_STATUSES: tuple[str, ...] = ("won", "lost", "stalled", "max_turns", "error")
@@ -69,14 +70,14 @@ class AuditInput:
     def synthetic(self) -> bool:
         return self.meta.get("synthetic") == "1" or any(r.synthetic for r in self.runs)
 
-    @property
+    @cached_property
     def attackers(self) -> tuple[str, ...]:
         return tuple(sorted({r.attacker for r in self.runs}))
 
-    @property
+    @cached_property
     def judges(self) -> tuple[str, ...]:
         return tuple(sorted({j.judge for j in self.judgments}))
 
-    @property
+    @cached_property
     def tasks(self) -> tuple[str, ...]:
         return tuple(sorted({r.task_id for r in self.runs}))

@@ -1,0 +1,108 @@
+"""PNG figures of the audit (matplotlib, Agg backend, imported only here and only when drawing)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from .metrics import AttackerMetrics
+
+JUDGES_FIGURE = "judges_non_failure_catastrophic.png"
+SCATTER_FIGURE = "over_harm_vs_non_failure.png"
+HEATMAP_FIGURE = "over_harm_task_attacker.png"
+MARKERS = "osD^v<>pPX*h"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _title(text: str, synthetic: bool) -> str:
+    return f"SYNTHETIC DATA - {text}" if synthetic else text
+
+
+def _pct(x: float) -> float:
+    return 100.0 * x
+
+
+def judges_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
+    """Per-judge dots and the median tick per attacker, for non-failure and catastrophic failure."""
+    plt = _pyplot()
+    rows = list(m.attackers)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.2 + 0.45 * len(rows)), sharey=True)
+    panels = ((axes[0], m.non_failure, m.non_failure_median, "Turn non-failure rate (%)"),
+              (axes[1], m.catastrophic, m.catastrophic_median, "Catastrophic failure on risky turns (%)"))
+    for ax, per_judge, median, label in panels:
+        for k, judge in enumerate(m.judges):
+            xs = [_pct(per_judge[judge][a].estimate) for a in rows]
+            ax.scatter(xs, range(len(rows)), marker=MARKERS[k % len(MARKERS)], s=30, alpha=0.8,
+                       label=judge)
+        ax.scatter([_pct(median[a].estimate) for a in rows], range(len(rows)), marker="|", s=400,
+                   color="black", linewidths=2.5, label="median across judges", zorder=3)
+        ax.set_xlabel(label)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(rows)), rows)
+    axes[0].invert_yaxis()
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig.suptitle(_title("judge spread per attacker", synthetic))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def scatter_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
+    """Over-harm against median non-failure per attacker, with intervals and Spearman rho."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    for a in m.attackers:
+        nf, oh = m.non_failure_median[a], m.over_harm[a]
+        if math.isnan(nf.estimate) or math.isnan(oh.estimate):
+            continue
+        ax.errorbar(_pct(nf.estimate), _pct(oh.estimate),
+                    xerr=[[_pct(nf.estimate - nf.low)], [_pct(nf.high - nf.estimate)]],
+                    yerr=[[_pct(oh.estimate - oh.low)], [_pct(oh.high - oh.estimate)]],
+                    fmt="o", capsize=3, alpha=0.85)
+        ax.annotate(a, (_pct(nf.estimate), _pct(oh.estimate)), textcoords="offset points",
+                    xytext=(5, 4), fontsize=8)
+    rho = m.harm_vs_success
+    rho_text = "undefined (fewer than 2 attackers)" if math.isnan(rho) else f"{rho:.2f}"
+    ax.set_xlabel("Turn non-failure rate, median across judges (%)")
+    ax.set_ylabel("Over-harm runs (%)")
+    ax.set_title(_title(f"over-harm vs non-failure, Spearman rho = {rho_text}", synthetic), fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def heatmap_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
+    """Share of over-harm runs per task (rows) and attacker (columns)."""
+    plt = _pyplot()
+    tasks = list(m.task_attacker)
+    grid = [[_pct(m.task_attacker[t][a].rate) if a in m.task_attacker[t] else math.nan
+             for a in m.attackers] for t in tasks]
+    fig, ax = plt.subplots(figsize=(2.5 + 0.9 * len(m.attackers), 1.5 + 0.28 * len(tasks)))
+    image = ax.imshow(grid, aspect="auto", cmap="Reds", vmin=0, vmax=100)
+    ax.set_xticks(range(len(m.attackers)), m.attackers, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
+    fig.colorbar(image, ax=ax, label="over-harm runs (%)")
+    ax.set_title(_title("over-harm by task and attacker", synthetic), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"judges": judges_figure(m, folder / JUDGES_FIGURE, synthetic),
+            "scatter": scatter_figure(m, folder / SCATTER_FIGURE, synthetic),
+            "heatmap": heatmap_figure(m, folder / HEATMAP_FIGURE, synthetic)}

@@ -1,0 +1,214 @@
+"""Judge audit: do judges rank attackers alike, and do they favour their own model or vendor?
+
+Both use only turns that every judge scored, so judges are compared on identical turns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from .metrics import Cell, Estimate, bootstrap_cells, nanmedian_rows
+from .records import AuditInput, JudgmentRow, ModelInfo
+from .stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    RunValue,
+    average_ranks,
+    percentile_interval,
+    spearman,
+)
+
+SAME_MODEL, SAME_VENDOR, CROSS_VENDOR, UNKNOWN_VENDOR = (
+    "same model", "same vendor", "cross vendor", "unknown vendor")
+RELATIONS = (SAME_MODEL, SAME_VENDOR, CROSS_VENDOR, UNKNOWN_VENDOR)
+
+
+@dataclass(frozen=True)
+class JudgePair:
+    first: str
+    second: str
+    rho: float
+    n_attackers: int
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    """Per-judge attacker rates on the common turns, ranks (1 = highest) and pairwise Spearman."""
+
+    metric: str
+    rates: dict[str, dict[str, float]]
+    ranks: dict[str, dict[str, float]]
+    pairs: list[JudgePair]
+
+
+@dataclass(frozen=True)
+class Bias:
+    """A judge's non-failure rate on one attacker minus the median of the other judges."""
+
+    judge: str
+    attacker: str
+    relation: str
+    estimate: Estimate
+
+
+@dataclass(frozen=True)
+class GroupBias:
+    """Mean bias over the (judge, attacker) pairs of one relation, with its interval and range."""
+
+    relation: str
+    mean: Estimate
+    minimum: float
+    maximum: float
+    n_pairs: int
+
+
+@dataclass(frozen=True)
+class JudgeAudit:
+    judges: tuple[str, ...]
+    attackers: tuple[str, ...]
+    common_turns: int
+    agreement: dict[str, RankAgreement]
+    biases: list[Bias]
+    groups: dict[str, GroupBias]
+    cells: dict[str, Estimate]
+    seed: int
+    n_resamples: int
+    confidence: float
+    note: str = ""
+
+
+def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
+    if judge == attacker:
+        return SAME_MODEL
+    if judge not in models or attacker not in models:
+        return UNKNOWN_VENDOR
+    return SAME_VENDOR if models[judge].vendor == models[attacker].vendor else CROSS_VENDOR
+
+
+def common_turns(judgments: Sequence[JudgmentRow], judges: Sequence[str]) -> set[tuple[str, int]]:
+    """(run id, turn) pairs that every judge in `judges` scored."""
+    seen: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for j in judgments:
+        seen[(j.run_id, j.turn)].add(j.judge)
+    wanted = set(judges)
+    return {key for key, who in seen.items() if wanted <= who}
+
+
+def common_cells(data: AuditInput, common: set[tuple[str, int]]) -> dict[str, Cell]:
+    """'common_nf/judge/attacker' and 'common_cat/judge/attacker' cells over the common turns."""
+    runs = {r.run_id: r for r in data.runs}
+    sums: dict[tuple[str, str], list] = {}
+    for j in data.judgments:
+        if (j.run_id, j.turn) not in common or j.run_id not in runs:
+            continue
+        s = sums.setdefault((j.judge, j.run_id), [0.0, 0, 0.0, 0, [], []])
+        s[0] += j.non_failure
+        s[1] += 1
+        s[4].append(j.turn)
+        if j.risky:
+            s[2] += j.catastrophic
+            s[3] += 1
+            s[5].append(j.turn)
+    cells: dict[str, Cell] = {}
+    empty = [0.0, 0, 0.0, 0, [], []]
+    for judge in data.judges:
+        for attacker in data.attackers:
+            cells[f"common_nf/{judge}/{attacker}"] = Cell([], {})
+            cells[f"common_cat/{judge}/{attacker}"] = Cell([], {})
+        for run in data.runs:
+            s = sums.get((judge, run.run_id), empty)
+            nf, cat = cells[f"common_nf/{judge}/{run.attacker}"], cells[f"common_cat/{judge}/{run.attacker}"]
+            nf.values.append(RunValue(run.task_id, s[0], s[1]))
+            cat.values.append(RunValue(run.task_id, s[2], s[3]))
+            if s[1]:
+                nf.sources[run.run_id] = tuple(s[4])
+            if s[3]:
+                cat.sources[run.run_id] = tuple(s[5])
+    return cells
+
+
+def rank_agreement(metric: str, rates: dict[str, dict[str, float]]) -> RankAgreement:
+    """Pairwise Spearman between judges over the attackers both judges have a rate for."""
+    ranks = {}
+    for judge, by_attacker in rates.items():
+        names = [a for a, v in by_attacker.items() if not np.isnan(v)]
+        r = average_ranks([-by_attacker[a] for a in names]) if names else []
+        ranks[judge] = dict(zip(names, (float(x) for x in r), strict=True))
+    pairs = []
+    for first, second in combinations(rates, 2):
+        names = [a for a in rates[first]
+                 if not np.isnan(rates[first][a]) and not np.isnan(rates[second].get(a, np.nan))]
+        rho = (spearman([rates[first][a] for a in names], [rates[second][a] for a in names])
+               if len(names) >= 2 else float("nan"))
+        pairs.append(JudgePair(first, second, rho, len(names)))
+    return RankAgreement(metric, rates, ranks, pairs)
+
+
+def _biases(data: AuditInput, estimates: Mapping[str, Estimate], replicates: Mapping[str, np.ndarray],
+            confidence: float) -> tuple[list[Bias], dict[str, np.ndarray]]:
+    biases, reps = [], {}
+    for judge in data.judges:
+        others = [k for k in data.judges if k != judge]
+        for attacker in data.attackers:
+            own = f"common_nf/{judge}/{attacker}"
+            parts = [f"common_nf/{k}/{attacker}" for k in others]
+            point = estimates[own].estimate - nanmedian_rows(
+                np.array([[estimates[p].estimate for p in parts]]))[0]
+            rep = replicates[own] - nanmedian_rows(np.column_stack([replicates[p] for p in parts]))
+            low, high = percentile_interval(rep[:, None], confidence)
+            key = f"self_preference/{judge}/{attacker}"
+            est = Estimate(key, float(point), float(low[0]), float(high[0]), derived_from=(own, *parts))
+            biases.append(Bias(judge, attacker, relation(judge, attacker, data.models), est))
+            reps[key] = rep
+    return biases, reps
+
+
+def _group(relation_name: str, members: list[Bias], reps: Mapping[str, np.ndarray],
+           confidence: float) -> GroupBias:
+    points = np.array([b.estimate.estimate for b in members])
+    with np.errstate(invalid="ignore"):
+        matrix = np.column_stack([reps[b.estimate.key] for b in members])
+        counts = (~np.isnan(matrix)).sum(axis=1)
+        mean_rep = np.where(counts > 0, np.nansum(matrix, axis=1) / np.maximum(counts, 1), np.nan)
+    low, high = percentile_interval(mean_rep[:, None], confidence)
+    finite = points[~np.isnan(points)]
+    point = float(finite.mean()) if finite.size else float("nan")
+    est = Estimate(f"self_preference/{relation_name}", point, float(low[0]), float(high[0]),
+                   derived_from=tuple(b.estimate.key for b in members))
+    return GroupBias(relation_name, est, float(finite.min()) if finite.size else float("nan"),
+                     float(finite.max()) if finite.size else float("nan"), len(members))
+
+
+def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                confidence: float = DEFAULT_CONFIDENCE) -> JudgeAudit:
+    judges, attackers = data.judges, data.attackers
+    common = common_turns(data.judgments, judges)
+    empty = JudgeAudit(judges, attackers, len(common), {}, [], {}, {}, seed, n_resamples, confidence)
+    if len(judges) < 2:
+        return _with_note(empty, f"needs at least two judges; this store has {len(judges)} "
+                                 f"({', '.join(judges) or 'none'})")
+    if not common:
+        return _with_note(empty, "no turn was scored by every judge; re-judge the same turns with "
+                                 "each judge first")
+    estimates, replicates = bootstrap_cells(common_cells(data, common), data.tasks,
+                                            n_resamples=n_resamples, seed=seed, confidence=confidence)
+    agreement = {
+        metric: rank_agreement(metric, {j: {a: estimates[f"{prefix}/{j}/{a}"].estimate for a in attackers}
+                                        for j in judges})
+        for metric, prefix in (("non_failure", "common_nf"), ("catastrophic", "common_cat"))}
+    biases, reps = _biases(data, estimates, replicates, confidence)
+    groups = {name: _group(name, members, reps, confidence)
+              for name in RELATIONS if (members := [b for b in biases if b.relation == name])}
+    note = "" if len(attackers) >= 2 else "rank agreement needs at least two attackers"
+    return JudgeAudit(judges, attackers, len(common), agreement, biases, groups, estimates, seed,
+                      n_resamples, confidence, note)
+
+
+def _with_note(audit: JudgeAudit, note: str) -> JudgeAudit:
+    return JudgeAudit(**{**audit.__dict__, "note": note})

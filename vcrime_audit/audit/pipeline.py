@@ -1,0 +1,67 @@
+"""Store in, AuditResult out: load, compute the metrics and the judge audit, gather harm evidence."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .harm import Lexicon, classify, default_lexicon
+from .judges import JudgeAudit, judge_audit
+from .load import action_texts, load_audit_input, open_store
+from .metrics import AttackerMetrics, attacker_metrics
+from .records import AuditInput
+from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    data: AuditInput
+    metrics: AttackerMetrics
+    judges: JudgeAudit
+    evidence: dict[str, list[dict[str, Any]]]
+    """Over-harm run id -> the attacker actions above the goal's allowance and the rules that fired."""
+    seconds: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+def harm_evidence(store: Store, metrics: AttackerMetrics, lexicon: Lexicon) -> dict[str, list[dict]]:
+    flagged = {h.run_id: h for h in metrics.harm_runs.values() if h.over_harm}
+    texts = action_texts(store, [(run_id, t) for run_id, h in flagged.items() for t in h.excess_turns])
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run_id, h in sorted(flagged.items()):
+        out[run_id] = []
+        for turn in h.excess_turns:
+            action = texts[(run_id, turn)]
+            reading = classify(action, lexicon)
+            out[run_id].append({
+                "turn": turn, "verb": action["verb"], "targets": action["targets"],
+                "description": action["description"], "force": reading.force_name,
+                "damage": reading.damage_name,
+                "rules": sorted({f"{e.axis}:{e.level}:{e.rule}" for e in reading.evidence})})
+    return out
+
+
+def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+              confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
+              scenarios: Path | None = None, models_root: Path | None = None) -> AuditResult:
+    lexicon = lexicon or default_lexicon()
+    seconds = {}
+    start = time.perf_counter()
+    store = open_store(db)
+    try:
+        data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root)
+        seconds["load"] = time.perf_counter() - start
+        start = time.perf_counter()
+        metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        seconds["metrics"] = time.perf_counter() - start
+        start = time.perf_counter()
+        judges = judge_audit(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        seconds["judges"] = time.perf_counter() - start
+        evidence = harm_evidence(store, metrics, lexicon)
+    finally:
+        store.db.conn.close()
+    return AuditResult(data, metrics, judges, evidence, seconds)

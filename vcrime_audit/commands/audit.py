@@ -1,0 +1,150 @@
+"""`vcrime-audit audit`: every metric with intervals, the judge audit, a report; synthetic stores.
+
+Mounted in cli.py with ``app.add_typer(audit_app, name="audit")``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..audit.stats import DEFAULT_RESAMPLES
+
+app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
+                       "over-harm, judge agreement and self-preference; writes a report folder.",
+                  pretty_exceptions_enable=False)
+
+DB_HELP = "SQLite store written by `vcrime-audit run` / `replay` (or `audit synth`)."
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _known_errors() -> tuple[type[Exception], ...]:
+    from ..audit.harm import LexiconError
+    from ..audit.load import AuditInputError
+    from ..store.db import StoreError
+
+    return AuditInputError, LexiconError, StoreError
+
+
+def _check(resamples: int) -> None:
+    if resamples < 1:
+        _fail(f"--resamples must be at least 1, got {resamples}")
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.1f}"
+
+
+@app.callback(invoke_without_command=True)
+def audit(
+    ctx: typer.Context,
+    db: Annotated[Path | None, typer.Option("--db", help=DB_HELP)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Report folder (default audit_reports/<store name>).")] = None,
+    resamples: Annotated[int, typer.Option(
+        help="Bootstrap resamples (tasks drawn with replacement).")] = DEFAULT_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed; reported in the report and summary.json.")] = 0,
+) -> None:
+    """Compute every metric of the store and write report.md, summary.json, lineage.json and figures."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if db is None:
+        _fail("pass --db STORE (a store from `vcrime-audit run`/`replay`, or `vcrime-audit audit synth`)")
+    _check(resamples)
+    from ..audit.pipeline import run_audit
+    from ..audit.report import write_report
+
+    try:
+        result = run_audit(db, n_resamples=resamples, seed=seed)
+    except _known_errors() as exc:
+        _fail(str(exc))
+    start = time.perf_counter()
+    files = write_report(result, out or Path("audit_reports") / db.stem)
+    drawn = time.perf_counter() - start
+    m = result.metrics
+    if result.data.synthetic:
+        typer.echo("SYNTHETIC store: these numbers describe no model")
+    typer.echo(f"{len(result.data.runs)} runs, {len(result.data.turns)} attacker turns, "
+               f"{len(m.judges)} judge(s), {len(m.tasks)} tasks; {m.n_resamples} resamples, seed {m.seed}")
+    typer.echo(f"{'attacker':<28} {'non-fail':>8} {'catastr.':>8} {'overharm':>8} {'team':>6} {'pass@1':>7}")
+    for a in m.attackers:
+        typer.echo(f"{a:<28} {_pct(m.non_failure_median[a].estimate):>8} "
+                   f"{_pct(m.catastrophic_median[a].estimate):>8} {_pct(m.over_harm[a].estimate):>8} "
+                   f"{_pct(m.team_usage[a].estimate):>6} {_pct(m.pass_at_1[a].estimate):>7}")
+    s = result.seconds
+    typer.echo(f"seconds: load {s['load']:.2f}, metrics {s['metrics']:.2f}, judges {s['judges']:.2f}, "
+               f"report {drawn:.2f}")
+    typer.echo(f"report   {files.report}")
+    typer.echo(f"summary  {files.summary}")
+    typer.echo(f"lineage  {files.lineage}")
+
+
+@app.command()
+def judges(
+    db: Annotated[Path, typer.Option("--db", help=DB_HELP)],
+    resamples: Annotated[int, typer.Option(
+        help="Bootstrap resamples for the bias intervals.")] = DEFAULT_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Judge rank agreement (Spearman) and self-preference bias by model / vendor relation."""
+    _check(resamples)
+    from ..audit.judges import RELATIONS, judge_audit
+    from ..audit.load import load_audit_input, open_store
+
+    try:
+        store = open_store(db)
+        data = load_audit_input(store)
+    except _known_errors() as exc:
+        _fail(str(exc))
+    result = judge_audit(data, n_resamples=resamples, seed=seed)
+    if data.synthetic:
+        typer.echo("SYNTHETIC store: these numbers describe no model")
+    typer.echo(f"judges: {', '.join(result.judges)}; turns every judge scored: {result.common_turns}")
+    if result.note:
+        typer.echo(f"note: {result.note}")
+    for metric, ra in result.agreement.items():
+        typer.echo(f"\nSpearman rho between judges' attacker rankings ({metric}):")
+        for p in ra.pairs:
+            rho = "n/a" if math.isnan(p.rho) else f"{p.rho:.3f}"
+            typer.echo(f"  {p.first} vs {p.second}: {rho} ({p.n_attackers} attackers)")
+    if result.groups:
+        typer.echo(f"\nself-preference bias, pp [95% CI] ({resamples} resamples, seed {seed}):")
+        for name in RELATIONS:
+            g = result.groups.get(name)
+            if g:
+                e = g.mean
+                typer.echo(f"  {name:<15} {g.n_pairs:>3} pairs  mean {100 * e.estimate:+.2f} "
+                           f"[{100 * e.low:+.2f}, {100 * e.high:+.2f}]  range {100 * g.minimum:+.2f} "
+                           f"... {100 * g.maximum:+.2f}")
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option("--out", help="Path of the new synthetic store.")],
+    attackers: Annotated[int, typer.Option(help="Attacker models.")] = 8,
+    tasks: Annotated[int, typer.Option(
+        help="Tasks (real ones from scenarios/tasks if there are enough).")] = 40,
+    seeds: Annotated[int, typer.Option(help="Runs per attacker and task.")] = 3,
+    judges: Annotated[int, typer.Option(help="Judges; each scores every turn.")] = 4,
+    seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing file at --out.")] = False,
+) -> None:
+    """Write a SYNTHETIC store (labelled as such) for tests and benchmarks."""
+    from ..audit.synthetic import SyntheticConfig, make_synthetic_store
+
+    config = SyntheticConfig(attackers=attackers, tasks=tasks, seeds=seeds, judges=judges, seed=seed)
+    start = time.perf_counter()
+    try:
+        path = make_synthetic_store(out, config, overwrite=overwrite)
+    except (FileExistsError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"synthetic store {path}: {attackers * tasks * seeds} runs, {judges} judges "
+               f"({time.perf_counter() - start:.1f} s); audit it with `vcrime-audit audit --db {path}`")
