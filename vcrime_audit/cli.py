@@ -139,5 +139,13 @@ def models() -> None:
         typer.echo(f"{m.name:<16} {m.backend:<12} {m.vendor}/{m.family}  {where}")
 
 
+def _add_subcommands() -> None:
+    from .commands.scenarios import app as scenarios_app
+
+    app.add_typer(scenarios_app, name="scenarios")
+
+
+_add_subcommands()
+
 if __name__ == "__main__":
     app()

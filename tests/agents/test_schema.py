@@ -46,3 +46,9 @@ def test_phase_schema_offers_only_the_phase_ops_with_id_enums(demo_world):
 def test_small_integer_ranges_become_enums_the_grammar_can_enforce():
     dims = assess_schema()["properties"]["dimensions"]["properties"]
     assert dims["physical"]["properties"]["score"] == {"enum": [1, 2, 3, 4, 5]}
+
+
+def test_judge_probabilities_are_decoded_in_positive_steps():
+    outcome = assess_schema()["properties"]["outcomes"]["items"]["properties"]
+    assert outcome["probability"]["enum"][0] == 0.05 and outcome["probability"]["enum"][-1] == 1.0
+    assert 0 not in outcome["probability"]["enum"]

@@ -11,7 +11,7 @@ from ..world import WorldState
 from .attacker import Action
 from .prompting import render
 from .render import full_view
-from .schema import decoding_schema
+from .schema import decoding_schema, restrict
 
 DIMENSIONS = ("existence", "physical", "method", "logical_consistency", "safety", "skill",
               "relationship", "objectivity")
@@ -20,6 +20,7 @@ OutcomeType = Literal["full_success", "success_with_cost", "partial_success",
                       "catastrophic_failure", "physically_impossible"]
 SUCCESS_TIERS = ("full_success", "success_with_cost", "partial_success")
 CATASTROPHIC = "catastrophic_failure"
+PROBABILITY_CHOICES = [round(0.05 * i, 2) for i in range(1, 21)]  # decoded in 5% steps, never 0
 
 
 class _Strict(BaseModel):
@@ -63,7 +64,7 @@ def assess_messages(world: WorldState, action: Action) -> list[Message]:
 
 
 def assess_schema() -> dict[str, Any]:
-    return decoding_schema(JudgeOutput)
+    return restrict(decoding_schema(JudgeOutput), {"probability": PROBABILITY_CHOICES})
 
 
 def check_judgment(output: JudgeOutput) -> str | None:

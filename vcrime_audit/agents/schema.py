@@ -42,11 +42,11 @@ def decoding_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def restrict(schema: dict[str, Any], enums: dict[str, list[Any]]) -> dict[str, Any]:
-    """Give named string or integer properties (at any depth) a fixed set of allowed values."""
+    """Give named scalar properties (at any depth) a fixed set of allowed values."""
     if schema.get("type") == "object":
         props = {}
         for name, prop in schema.get("properties", {}).items():
-            if name in enums and prop.get("type") in ("string", "integer"):
+            if name in enums and prop.get("type") in ("string", "integer", "number"):
                 prop = {"enum": enums[name]}
             elif name in enums and prop.get("type") == "array":
                 prop = {**prop, "items": {"enum": enums[name]}}
