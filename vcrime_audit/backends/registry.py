@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import importlib
+
 from ..models import ModelEntry
 from .base import BackendError, ModelBackend
 
-BACKENDS = ("local",)
+# name -> "module:class"; each class takes ``entries: dict[str, ModelEntry]``
+BACKENDS: dict[str, str] = {
+    "local": "vcrime_audit.backends.local:LocalBackend",
+}
 
 
 def make_backend(name: str, entries: dict[str, ModelEntry]) -> ModelBackend:
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend '{name}'; available: {', '.join(sorted(BACKENDS))}")
     wrong = {n: e.backend for n, e in entries.items() if e.backend != name}
     if wrong:
-        listed = ", ".join(f"{n} ({b})" for n, b in wrong.items())
-        raise BackendError(f"backend '{name}' cannot serve {listed}; fix: pick models of that backend")
-    if name == "local":
-        from .local import LocalBackend
-
-        return LocalBackend(entries)
-    raise BackendError(f"unknown backend '{name}'; available: {', '.join(BACKENDS)}")
+        listed = ", ".join(f"{n} (a {b} model)" for n, b in wrong.items())
+        raise BackendError(f"backend '{name}' cannot serve {listed}; fix: pick models whose "
+                           f"local_models/ entry says backend: {name}")
+    module, cls = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module), cls)(entries)
