@@ -25,7 +25,7 @@ def _known_errors() -> tuple[type[Exception], ...]:
     from .store.db import StoreError
 
     return (BackendError, CassetteError, CassetteMiss, ModelError, ScenarioError, ScenarioErrors,
-            StoreError)
+            StoreError, ValueError)
 
 
 def _fail(exc: Exception) -> None:
@@ -141,8 +141,11 @@ def models() -> None:
 
 def _add_subcommands() -> None:
     from .commands.scenarios import app as scenarios_app
+    from .commands.study import merge, study
 
     app.add_typer(scenarios_app, name="scenarios")
+    app.command()(study)
+    app.command()(merge)
 
 
 _add_subcommands()

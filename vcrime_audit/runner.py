@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,14 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+TurnObserver = Callable[[str, TurnRecord], None]
+
+
 async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Cassette,
-                inner: ModelBackend | None, store: Store) -> RunOutcome:
+                inner: ModelBackend | None, store: Store, owns_inner: bool = True,
+                observer: TurnObserver | None = None) -> RunOutcome:
     run_id = config.run_id()
-    backend = RecordingBackend(cassette, inner)
+    backend = RecordingBackend(cassette, inner if owns_inner or inner is None else _Borrowed(inner))
     engine = Engine(backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
     store.delete_run(run_id)
     store.start_run({
@@ -81,6 +86,8 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         store.commit_turn(run_id, record, roles.judge.name)
         if cassette.recording:
             cassette.save()
+        if observer is not None:
+            observer(run_id, record)
 
     try:
         last = await engine.run(world, config.seed, on_turn)
@@ -104,25 +111,56 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
                       digest, backend.model_calls, backend.replayed, recorded)
 
 
+class _Borrowed:
+    """A shared backend lent to one episode: everything but closing is passed through."""
+
+    def __init__(self, inner: ModelBackend | None) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "none")
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return self.inner.fingerprint(model)  # type: ignore[union-attr]
+
+    async def generate(self, request: Any) -> Any:
+        return await self.inner.generate(request)  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        pass
+
+
 def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
     return Roles(entries[config.attacker], entries[config.judge], entries[config.world_manager])
 
 
+def cassette_path(config: RunConfig, cassette_dir: Path) -> Path:
+    return cassette_dir / f"{config.run_id()}.jsonl.gz"
+
+
 async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Path = DEFAULT_CASSETTES,
-                      mode: RecordMode = RecordMode.once) -> RunOutcome:
-    """Play one episode; model calls go through the run's cassette (``<run_id>.jsonl.gz``)."""
-    world = initial_world(load_task(config.task))
-    names = {config.attacker, config.judge, config.world_manager}
-    entries = {name: get_model(name) for name in names}
-    cassette = Cassette(cassette_dir / f"{config.run_id()}.jsonl.gz", mode)
-    inner = make_backend(config.backend, entries) if cassette.recording else None
-    if cassette.recording:
+                      mode: RecordMode = RecordMode.once, *, store: Store | None = None,
+                      backend: ModelBackend | None = None,
+                      observer: TurnObserver | None = None) -> RunOutcome:
+    """Play one episode; model calls go through the run's cassette (``<run_id>.jsonl.gz``).
+
+    An existing cassette supplies the initial world and model entries it was recorded with, so
+    a half-done run re-played in mode ``new`` replays its recorded turns and goes on live.
+    ``backend`` may be shared between episodes (it is not closed here).
+    """
+    cassette = Cassette(cassette_path(config, cassette_dir), mode)
+    if cassette.meta:
+        world, entries = _from_meta(cassette)
+    else:
+        world = initial_world(load_task(config.task))
+        names = {config.attacker, config.judge, config.world_manager}
+        entries = {name: get_model(name) for name in names}
         cassette.meta = {"config": config.__dict__, "initial_world": world.model_dump(mode="json"),
                          "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
-    else:
-        world, entries = _from_meta(cassette)
-    return await _play(config, world, _roles(config, entries), cassette, inner, Store(db))
+    inner = None
+    if cassette.recording:
+        inner = backend if backend is not None else make_backend(config.backend, entries)
+    return await _play(config, world, _roles(config, entries), cassette, inner, store or Store(db),
+                       owns_inner=backend is None, observer=observer)
 
 
 def _from_meta(cassette: Cassette) -> tuple[WorldState, dict[str, ModelEntry]]:

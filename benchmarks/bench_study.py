@@ -1,0 +1,88 @@
+"""Engine overhead and multi-run replay throughput on the demo study (2 tasks x 2 seeds).
+
+    python benchmarks/bench_study.py            # replay throughput only (no model)
+    python benchmarks/bench_study.py --live     # also engine overhead vs direct backend calls
+
+Engine overhead: the recorded requests of the study are sent to the local backend directly
+(concurrency 1, and N runs at once), then the same study is re-played live through the engine
+(RecordingBackend in mode all + validator + store). Ratio = engine wall time / direct wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from vcrime_audit.backends.base import GenerateRequest
+from vcrime_audit.cassette import Cassette, RecordMode
+from vcrime_audit.study import load_study, run_study
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDY = ROOT / "studies" / "demo.yaml"
+CASSETTES = ROOT / "cassettes" / "study-demo"
+
+
+def replay_throughput() -> None:
+    calls = sum(len(Cassette(p, RecordMode.none).calls) for p in CASSETTES.glob("*.jsonl.gz"))
+    best, turns = float("inf"), 0
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = load_study(STUDY).model_copy(update={"db": Path(tmp) / "s.sqlite",
+                                                        "cassette_dir": CASSETTES})
+            started = time.perf_counter()
+            result = asyncio.run(run_study(spec, replay_only=True))
+            best = min(best, time.perf_counter() - started)
+            turns = result.turns
+    print(f"replay: {result.done} runs, {turns} turns, {calls} calls in {best:.3f} s = "
+          f"{turns / best:.1f} turns/s, {calls / best:.0f} calls/s")
+
+
+async def direct(requests_per_run: list[list[GenerateRequest]], backend, concurrency: int) -> float:
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(requests):
+        async with semaphore:
+            for r in requests:
+                await backend.generate(r)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(rs) for rs in requests_per_run))
+    return time.perf_counter() - started
+
+
+def engine_overhead(concurrency: int) -> None:
+    from vcrime_audit.backends.local import LocalBackend
+    from vcrime_audit.models import get_model
+
+    model = get_model("smollm2-135m")
+    requests = [[GenerateRequest.model_validate(c["request"]) for c in Cassette(p, RecordMode.none).calls]
+                for p in sorted(CASSETTES.glob("*.jsonl.gz"))]
+    backend = LocalBackend({model.name: model})
+    asyncio.run(backend.generate(requests[0][0]))  # load the model outside the timings
+    direct_s = asyncio.run(direct(requests, backend, concurrency))
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(CASSETTES, Path(tmp) / "c")
+        for p in (Path(tmp) / "c").glob("*.jsonl.gz"):
+            p.unlink()
+        spec = load_study(STUDY).model_copy(update={"db": Path(tmp) / "s.sqlite", "concurrency": concurrency,
+                                                    "cassette_dir": Path(tmp) / "c"})
+        started = time.perf_counter()
+        asyncio.run(run_study(spec, backend=backend))
+        engine_s = time.perf_counter() - started
+    n = sum(len(r) for r in requests)
+    print(f"concurrency {concurrency}: {n} requests direct {direct_s:.1f} s, through the engine "
+          f"{engine_s:.1f} s, ratio {engine_s / direct_s:.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--live", action="store_true")
+    args = parser.parse_args()
+    replay_throughput()
+    if args.live:
+        for c in (1, 4):
+            engine_overhead(c)

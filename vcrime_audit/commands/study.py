@@ -1,0 +1,72 @@
+"""`vcrime-audit study` and `vcrime-audit merge`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+console = Console()
+
+
+def study(
+    config: Path = typer.Argument(..., help="Study file (YAML): attackers, judge, world_manager, tasks, seeds."),
+    shard: str = typer.Option(None, help="Run only shard i of n of the grid, as i/n (1-based)."),
+    concurrency: int = typer.Option(None, help="Episodes in flight at once (default: the file's)."),
+    db: Path = typer.Option(None, help="Store (default: the file's)."),
+    cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
+    replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; never call a model."),
+) -> None:
+    """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
+    from ..study import grid, load_study, parse_shard, run_study
+
+    spec = load_study(config)
+    updates = {k: v for k, v in {"concurrency": concurrency, "db": db, "cassette_dir": cassette_dir}.items()
+               if v is not None}
+    spec = spec.model_copy(update=updates)
+    part = parse_shard(shard)
+    total = len(grid(spec, part))
+    started = time.perf_counter()
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[turns]} turns, {task.fields[rate]:.2f} turns/s"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task(f"{spec.name} runs", total=total, turns=0, rate=0.0)
+
+        def on_turn(run_id, record) -> None:
+            nonlocal turns
+            turns += 1
+            bar.update(task, turns=turns, rate=turns / (time.perf_counter() - started))
+
+        def on_run(outcome) -> None:
+            bar.advance(task)
+
+        turns = 0
+        result = asyncio.run(run_study(spec, part, replay_only=replay_only, on_turn=on_turn,
+                                       on_run=on_run))
+        bar.update(task, completed=result.done + result.skipped)
+    seconds = time.perf_counter() - started
+    console.print(f"{result.done} run(s) played, {result.skipped} already finished, {result.turns} turns "
+                  f"in {seconds:.1f} s; store {spec.db}, cassettes {spec.cassette_dir}")
+    for o in sorted(result.outcomes, key=lambda o: o.run_id):
+        console.print(f"  {o.run_id}: {o.status} after {o.turns} turn(s)", highlight=False)
+
+
+def merge(
+    out: Path = typer.Argument(..., help="Store to merge into (created if missing)."),
+    stores: list[Path] = typer.Argument(..., help="Stores to merge."),
+    cassettes_out: Path = typer.Option(None, help="Folder to gather cassettes into."),
+    cassettes: list[Path] = typer.Option(None, help="Cassette folders to gather (repeatable)."),
+) -> None:
+    """Combine the stores (and cassettes) of study shards; conflicting runs are an error."""
+    from ..merge import merge_cassettes, merge_stores
+
+    report = merge_stores(out, stores)
+    if cassettes_out is not None:
+        merge_cassettes(cassettes_out, cassettes or [], report)
+    console.print(f"{len(report.runs_added)} run(s) added, {len(report.runs_same)} already present; "
+                  f"{report.cassettes_copied} cassette(s) copied, {report.cassettes_same} identical")

@@ -1,0 +1,65 @@
+"""Combine stores and cassettes made by shards of a study."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .store import Store
+from .store.db import StoreError
+
+RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches")
+
+
+@dataclass
+class MergeReport:
+    runs_added: list[str] = field(default_factory=list)
+    runs_same: list[str] = field(default_factory=list)
+    cassettes_copied: int = 0
+    cassettes_same: int = 0
+
+
+def _content(store: Store, run_id: str) -> dict[str, list[dict]]:
+    run = store.run(run_id) or {}
+    stable = {k: v for k, v in run.items() if k not in ("started_at", "finished_at", "cassette")}
+    return {"run": [stable], **{t: store.rows(t, run_id) for t in RUN_TABLES[1:]}}
+
+
+def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
+    """Copy every run of ``inputs`` into ``out``. The same run id with other content is an error."""
+    target = Store(out)
+    report = MergeReport()
+    for path in inputs:
+        if not Path(path).exists():
+            raise StoreError(f"{path}: no such store")
+        source = Store(path)
+        for run in source.runs():
+            run_id = run["run_id"]
+            if target.run(run_id) is not None:
+                if _content(target, run_id) != _content(source, run_id):
+                    raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; "
+                                     "fix: merge shards of the same study only, or drop one copy")
+                report.runs_same.append(run_id)
+                continue
+            with target.db.conn:
+                for table in RUN_TABLES:
+                    rows = [run] if table == "runs" else source.rows(table, run_id)
+                    target._insert(table, rows)
+            report.runs_added.append(run_id)
+    return report
+
+
+def merge_cassettes(out_dir: Path, input_dirs: list[Path], report: MergeReport) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for folder in input_dirs:
+        for path in sorted(Path(folder).glob("*.jsonl.gz")):
+            target = out_dir / path.name
+            if target.exists():
+                if not filecmp.cmp(path, target, shallow=False):
+                    raise StoreError(f"{path}: differs from {target}; fix: merge shards of one study")
+                report.cassettes_same += 1
+            else:
+                shutil.copy2(path, target)
+                report.cassettes_copied += 1

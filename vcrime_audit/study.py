@@ -1,0 +1,135 @@
+"""Studies: a grid of attackers x tasks x seeds, run with several episodes in flight.
+
+Finished runs are skipped; a half-done run is re-played from its cassette (mode ``new``: its
+recorded turns replay, the rest is recorded live), so an interrupted study resumes to exactly
+the rows an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .backends.base import ModelBackend
+from .backends.registry import make_backend
+from .cassette import RecordMode
+from .engine import TurnRecord
+from .models import get_model
+from .runner import RunConfig, RunOutcome, cassette_path, run_episode
+from .scenario import ScenarioError, list_task_ids
+from .store import Store
+
+FINISHED = ("won", "lost", "stalled", "max_turns")
+
+
+class StudyConfig(BaseModel):
+    """A study file (YAML). Roles name models in local_models/."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    attackers: list[str] = Field(min_length=1)
+    judge: str
+    world_manager: str
+    backend: str = "local"
+    tasks: list[str] | Literal["all"] = "all"
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    max_turns: int = 60
+    stall_turns: int = 30
+    concurrency: int = Field(4, ge=1)
+    db: Path = Path("runs/study.sqlite")
+    cassette_dir: Path = Path("cassettes")
+
+
+def load_study(path: Path) -> StudyConfig:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return StudyConfig.model_validate(data)
+    except OSError as exc:
+        raise ScenarioError(path, "", f"cannot read study file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, "", f"invalid YAML: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field_path = ".".join(str(p) for p in first["loc"])
+        raise ScenarioError(path, field_path, first["msg"], "see StudyConfig in vcrime_audit/study.py") from None
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """``"2/3"`` -> (2, 3): the second of three shards (1-based)."""
+    if not text:
+        return 1, 1
+    try:
+        index, total = (int(p) for p in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes i/n with whole numbers, got {text!r}") from None
+    if not 1 <= index <= total:
+        raise ValueError(f"--shard {text}: need 1 <= i <= n")
+    return index, total
+
+
+def grid(study: StudyConfig, shard: tuple[int, int] = (1, 1)) -> list[RunConfig]:
+    tasks = list_task_ids() if study.tasks == "all" else list(study.tasks)
+    runs = [RunConfig(task=t, seed=s, attacker=a, judge=study.judge, world_manager=study.world_manager,
+                      backend=study.backend, max_turns=study.max_turns, stall_turns=study.stall_turns)
+            for a in study.attackers for t in tasks for s in study.seeds]
+    index, total = shard
+    return [r for i, r in enumerate(runs) if i % total == index - 1]
+
+
+@dataclass
+class StudyProgress:
+    total: int
+    skipped: int = 0
+    done: int = 0
+    turns: int = 0
+    outcomes: list[RunOutcome] = field(default_factory=list)
+
+
+async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
+                    backend: ModelBackend | None = None, replay_only: bool = False,
+                    on_turn: Callable[[str, TurnRecord], None] | None = None,
+                    on_run: Callable[[RunOutcome], None] | None = None) -> StudyProgress:
+    runs = grid(study, shard)
+    store = Store(study.db)
+    progress = StudyProgress(total=len(runs))
+    pending = []
+    for config in runs:
+        row = store.run(config.run_id())
+        if row is not None and row["status"] in FINISHED:
+            progress.skipped += 1
+        else:
+            pending.append(config)
+    owned = pending and backend is None and not replay_only
+    if owned:
+        names = {n for c in pending for n in (c.attacker, c.judge, c.world_manager)}
+        backend = make_backend(study.backend, {n: get_model(n) for n in names})
+    semaphore = asyncio.Semaphore(study.concurrency)
+
+    def observe(run_id: str, record: TurnRecord) -> None:
+        progress.turns += 1
+        if on_turn:
+            on_turn(run_id, record)
+
+    async def one(config: RunConfig) -> None:
+        async with semaphore:
+            resume = cassette_path(config, study.cassette_dir).exists()
+            mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
+            outcome = await run_episode(config, study.db, study.cassette_dir, mode,
+                                        store=store, backend=backend, observer=observe)
+        progress.done += 1
+        progress.outcomes.append(outcome)
+        if on_run:
+            on_run(outcome)
+
+    try:
+        await asyncio.gather(*(one(c) for c in pending))
+    finally:
+        if owned and backend is not None:
+            await backend.aclose()
+    return progress
