@@ -78,6 +78,9 @@ def _pair_matrix(m: AttackerMetrics, metric: str) -> list[str]:
     short = codes(m.attackers)
     diff = {}
     for p in m.pairwise[metric]:
+        if math.isnan(p.estimate):
+            diff[(p.first, p.second)] = diff[(p.second, p.first)] = "n/a"
+            continue
         mark = "*" if p.significant else ""
         diff[(p.first, p.second)] = f"{100 * p.estimate:+.1f}{mark}"
         diff[(p.second, p.first)] = f"{-100 * p.estimate:+.1f}{mark}"
