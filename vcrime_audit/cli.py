@@ -140,10 +140,12 @@ def models() -> None:
 
 
 def _add_subcommands() -> None:
+    from .commands.audit import app as audit_app
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
 
     app.add_typer(scenarios_app, name="scenarios")
+    app.add_typer(audit_app, name="audit")
     app.command()(study)
     app.command()(merge)
 

@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .store import Store
-from .store.db import StoreError
-
-RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches")
+from .store.db import RUN_TABLES, StoreError
 
 
 @dataclass
@@ -47,6 +45,7 @@ def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
                 for table in RUN_TABLES:
                     rows = [run] if table == "runs" else source.rows(table, run_id)
                     target._insert(table, rows)
+                target._insert("models", list(source.db["models"].rows), replace=True)
             report.runs_added.append(run_id)
     return report
 

@@ -80,7 +80,10 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         "reason": "", "turns": 0, "max_turns": config.max_turns, "stall_turns": config.stall_turns,
         "cassette": str(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
         "turn_rows_hash": None, "synthetic": 0, "vcrime_version": __version__,
-        "started_at": _now(), "finished_at": None})
+        "started_at": _now(), "finished_at": None},
+        [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
+         for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
+                   roles.world_manager.name: roles.world_manager}.values()])
 
     async def on_turn(record: TurnRecord) -> None:
         store.commit_turn(run_id, record, roles.judge.name)

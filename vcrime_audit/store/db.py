@@ -17,6 +17,7 @@ from .migrations import migrate
 from .rows import turn_rows
 
 HASHED_TABLES = ("turns", "judgments", "patches")
+RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # every table keyed by run_id
 
 
 class StoreError(Exception):
@@ -43,15 +44,17 @@ class Store:
                f"VALUES ({', '.join('?' for _ in columns)})")
         self.db.conn.executemany(sql, [[row[c] for c in columns] for row in rows])
 
-    def start_run(self, run: dict[str, Any]) -> None:
+    def start_run(self, run: dict[str, Any], models: list[dict[str, str]] = ()) -> None:
+        """Insert the run row, and the family/vendor of its models for the audits."""
         with self.db.conn:
             self._insert("runs", [run], replace=True)
+            self._insert("models", list(models), replace=True)
 
     def commit_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
         """All rows of one turn, and the run's progress, in a single transaction."""
         rows = turn_rows(run_id, record, judge_model)
         with self.db.conn:
-            for table in ("turns", "calls", "judgments", "patches"):
+            for table in RUN_TABLES[1:]:
                 self._insert(table, rows[table])
             self.db.conn.execute("UPDATE runs SET turns = ?, status = ?, reason = ? WHERE run_id = ?",
                                  [record.turn, record.status, record.reason, run_id])
@@ -63,7 +66,7 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         with self.db.conn:
-            for table in ("turns", "calls", "judgments", "patches", "runs"):
+            for table in (*RUN_TABLES[1:], "runs"):
                 self.db.conn.execute(f"DELETE FROM [{table}] WHERE run_id = ?", [run_id])
 
     def run(self, run_id: str) -> dict[str, Any] | None:
