@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,3 +36,18 @@ def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
 
 def content_hash(obj: Any, digest_size: int = 16) -> str:
     return blake2b_hex(canonical_json(obj), digest_size)
+
+
+@lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_blake2b(path: Path | str) -> str:
+    """blake2b of a file's bytes, cached per (path, size, mtime) so big weights hash once."""
+    stat = Path(path).stat()
+    return _file_digest(str(path), stat.st_size, stat.st_mtime_ns)

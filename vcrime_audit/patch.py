@@ -118,7 +118,8 @@ class SetAttacker(_Op):
 
 
 Op = Annotated[
-    Move | Take | Drop | SetState | SetStatus | Note | Observe | Destroy | SetAlarm | SetWeather | EventUpdate | FlagUpdate | AdvanceClock | SetAttacker,
+    Move | Take | Drop | SetState | SetStatus | Note | Observe | Destroy | SetAlarm | SetWeather
+    | EventUpdate | FlagUpdate | AdvanceClock | SetAttacker,
     Field(discriminator="op"),
 ]
 

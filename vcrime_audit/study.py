@@ -57,7 +57,8 @@ def load_study(path: Path) -> StudyConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         field_path = ".".join(str(p) for p in first["loc"])
-        raise ScenarioError(path, field_path, first["msg"], "see StudyConfig in vcrime_audit/study.py") from None
+        raise ScenarioError(path, field_path, first["msg"],
+                            "see StudyConfig in vcrime_audit/study.py") from None
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:

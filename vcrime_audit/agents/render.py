@@ -63,7 +63,8 @@ def full_view(world: WorldState) -> str:
     lines = [f"Clock {g.clock} day {g.day}; weather {g.weather}; alarm level {g.alarm_level}/3; "
              f"turn {world.turn}.", "", "Locations (id: exits; what is noticeable):"]
     for loc in world.locations.values():
-        lines.append(f"- {loc.id}: exits {', '.join(world.neighbours(loc.id))}; {loc.observable}" + (f" Recently: {_recent(loc.history)}" if loc.history else ""))
+        recently = f" Recently: {_recent(loc.history)}" if loc.history else ""
+        lines.append(f"- {loc.id}: exits {', '.join(world.neighbours(loc.id))}; {loc.observable}{recently}")
     lines += ["", "Crew members:"]
     for m in world.members.values():
         lines.append(f"- {m.id} ({m.name}, {m.role}; skills {', '.join(m.skills) or '-'}) "

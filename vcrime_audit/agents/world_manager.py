@@ -62,9 +62,9 @@ def _id_enums(world: WorldState, op_cls: type) -> dict[str, list[str]]:
 
 def phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
     variants = []
+    flags = [*world.checkpoints.values(), *world.failures.values()]
     for op_cls in PHASE_OPS[phase]:
-        if op_cls is FlagUpdate and not any(
-                f.condition.kind == "judged" for f in [*world.checkpoints.values(), *world.failures.values()]):
+        if op_cls is FlagUpdate and not any(f.condition.kind == "judged" for f in flags):
             continue
         variants.append(restrict(decoding_schema(op_cls), _id_enums(world, op_cls)))
     return {"type": "object", "additionalProperties": False, "required": ["ops"],

@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .metrics import Cell, Estimate, bootstrap_cells, nanmedian_rows
+from .metrics import Cell, Estimate, bootstrap_cells, judgment_sums, nanmedian_rows
 from .records import AuditInput, JudgmentRow, ModelInfo
 from .stats import (
     DEFAULT_CONFIDENCE,
@@ -102,19 +102,7 @@ def common_turns(judgments: Sequence[JudgmentRow], judges: Sequence[str]) -> set
 
 def common_cells(data: AuditInput, common: set[tuple[str, int]]) -> dict[str, Cell]:
     """'common_nf/judge/attacker' and 'common_cat/judge/attacker' cells over the common turns."""
-    runs = {r.run_id: r for r in data.runs}
-    sums: dict[tuple[str, str], list] = {}
-    for j in data.judgments:
-        if (j.run_id, j.turn) not in common or j.run_id not in runs:
-            continue
-        s = sums.setdefault((j.judge, j.run_id), [0.0, 0, 0.0, 0, [], []])
-        s[0] += j.non_failure
-        s[1] += 1
-        s[4].append(j.turn)
-        if j.risky:
-            s[2] += j.catastrophic
-            s[3] += 1
-            s[5].append(j.turn)
+    sums = judgment_sums(data.runs, data.judgments, common)
     cells: dict[str, Cell] = {}
     empty = [0.0, 0, 0.0, 0, [], []]
     for judge in data.judges:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -154,16 +154,18 @@ def run_harm(runs: Sequence[RunRow], turns: Sequence[TurnRow],
     return out
 
 
-def _judgment_sums(runs: Sequence[RunRow], judgments: Sequence[JudgmentRow]):
-    """(judge, run id) -> [non-failure sum, turns, catastrophic sum on risky, risky turns, turns, risky]."""
+def judgment_sums(runs: Sequence[RunRow], judgments: Sequence[JudgmentRow],
+                  turns: Collection[tuple[str, int]] | None = None):
+    """(judge, run id) -> [non-failure sum, turns, catastrophic sum on risky, risky turns, turns, risky].
+
+    ``turns`` limits the sums to those (run id, turn) pairs.
+    """
     known = {r.run_id for r in runs}
     sums: dict[tuple[str, str], list] = {}
     for j in judgments:
-        if j.run_id not in known:
+        if j.run_id not in known or (turns is not None and (j.run_id, j.turn) not in turns):
             continue
-        s = sums.get((j.judge, j.run_id))
-        if s is None:
-            s = sums[(j.judge, j.run_id)] = [0.0, 0, 0.0, 0, [], []]
+        s = sums.setdefault((j.judge, j.run_id), [0.0, 0, 0.0, 0, [], []])
         s[0] += j.non_failure
         s[1] += 1
         s[4].append(j.turn)
@@ -180,7 +182,7 @@ def build_cells(data: AuditInput, harm: Mapping[str, RunHarm]) -> dict[str, Cell
     runs_of: dict[str, list[RunRow]] = defaultdict(list)
     for run in data.runs:
         runs_of[run.attacker].append(run)
-    sums = _judgment_sums(data.runs, data.judgments)
+    sums = judgment_sums(data.runs, data.judgments)
     turns_of: dict[str, list[TurnRow]] = defaultdict(list)
     for t in data.turns:
         turns_of[t.run_id].append(t)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..canonical import file_blake2b
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
+
 
 @contextmanager
 def _without_extra_buffer_types() -> Iterator[None]:
@@ -39,19 +39,8 @@ def _without_extra_buffer_types() -> Iterator[None]:
 LLAMA_DEFAULTS = {"n_batch": 2048, "n_ubatch": 2048, "flash_attn": True}
 
 
-@lru_cache(maxsize=8)
-def file_blake2b(path: str, size: int, mtime: float) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def weights_fingerprint(path: Path) -> dict[str, Any]:
-    stat = path.stat()
-    return {"file": path.name, "bytes": stat.st_size,
-            "blake2b": file_blake2b(str(path), stat.st_size, stat.st_mtime)}
+    return {"file": path.name, "bytes": path.stat().st_size, "blake2b": file_blake2b(path)}
 
 
 class LocalBackend:
@@ -111,7 +100,8 @@ class LocalBackend:
                 temperature=request.sampling.temperature, top_p=request.sampling.top_p,
                 max_tokens=request.sampling.max_tokens, seed=request.sampling.seed, **kwargs)
         except ValueError as exc:
-            raise BackendError(f"llama.cpp rejected the {request.role} '{request.call}' call: {exc}") from None
+            raise BackendError(
+                f"llama.cpp rejected the {request.role} '{request.call}' call: {exc}") from None
         choice = response["choices"][0]
         usage = response.get("usage", {})
         return GenerateResult(

@@ -118,7 +118,8 @@ class Cassette:
         if near is not None:
             recorded_fp = next(c["fingerprint"] for c in self.calls if c["request"] == near)
             if recorded_fp != fingerprint:
-                note = f"Same request, different backend fingerprint:\nrecorded  {recorded_fp}\nrequested {fingerprint}"
+                note = ("Same request, different backend fingerprint:\n"
+                        f"recorded  {recorded_fp}\nrequested {fingerprint}")
         return CassetteMiss(self.path, wanted, near, note)
 
     def append(self, request: GenerateRequest, fingerprint: dict[str, Any],

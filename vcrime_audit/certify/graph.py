@@ -8,18 +8,16 @@ rounded to 6 decimals before the band test, so the stored numbers decide the sto
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
-from ..canonical import canonical_json, content_hash
+from ..canonical import canonical_json, content_hash, file_blake2b
 from .queryfile import GraphParams, Query, QuerySpec
 
 SIM_DECIMALS = 6
@@ -36,18 +34,6 @@ class Embedder(Protocol):
     def __call__(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-@lru_cache(maxsize=4)
-def _file_blake2b(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _weights_hash(path: Path) -> str:
-    st = path.stat()
-    return _file_blake2b(str(path), st.st_size, st.st_mtime_ns)
 
 
 class MiniLMEmbedder:
@@ -73,7 +59,7 @@ class MiniLMEmbedder:
             "model": MINILM_MODEL,
             "package": MINILM_PACKAGE,
             "version": importlib.metadata.version(MINILM_PACKAGE),
-            "weights_blake2b": _weights_hash(self.model_dir() / "model.safetensors"),
+            "weights_blake2b": file_blake2b(self.model_dir() / "model.safetensors"),
         }
 
     def _load(self) -> Any:

@@ -14,12 +14,12 @@ console = Console()
 
 
 def study(
-    config: Path = typer.Argument(..., help="Study file (YAML): attackers, judge, world_manager, tasks, seeds."),
+    config: Path = typer.Argument(..., help="Study file (YAML): attackers, roles, tasks, seeds."),
     shard: str = typer.Option(None, help="Run only shard i of n of the grid, as i/n (1-based)."),
     concurrency: int = typer.Option(None, help="Episodes in flight at once (default: the file's)."),
     db: Path = typer.Option(None, help="Store (default: the file's)."),
     cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
-    replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; never call a model."),
+    replay_only: bool = typer.Option(False, "--replay", help="Replay cassettes only; call no model."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
