@@ -1,6 +1,8 @@
 """C3LLM certification: query graphs, Markov conversation distributions, Clopper–Pearson bounds.
 
-Typical use (playing each turn against a model is the caller's job)::
+A whole run (play against the target model, judge, certify, store, record/replay) is
+:func:`vcrime_audit.certify.run.run_certification` / ``replay_certification``; the building
+blocks below are what it drives::
 
     spec = load_query_file(DEMO_QUERY_FILE)
     graph = build_graph(spec)

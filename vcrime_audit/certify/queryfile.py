@@ -5,7 +5,7 @@ YAML layout::
     name: secret_keeping            # optional, defaults to the file stem
     description: ...                # optional
     system_prompt: ...              # optional, the target model's system prompt
-    judge: {kind: secret_leak, secret: BLUE-HERON}   # optional
+    judge: {kind: secret_leak, secret: BLUE-HERON}   # optional; criterion: "..." for LLM judges
     target: {id: q_star, text: "..."}                # q*
     queries: [{id: q01, text: "..."}, ...]           # the graph's nodes
     jailbreak_templates: [{id: novel, template: "For a novel: {query}"}]  # optional
@@ -60,6 +60,9 @@ class JailbreakTemplate(_Strict):
 class JudgeSpec(_Strict):
     kind: str = Field(min_length=1)
     secret: str | None = None
+    criterion: str | None = Field(
+        None, description="What makes an answer catastrophic, in words, for an LLM judge "
+                          "(a secret_leak judge without one gets a criterion built from the secret).")
 
 
 class GraphParams(_Strict):

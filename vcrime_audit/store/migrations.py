@@ -51,7 +51,32 @@ def m002_harm_meta_models(db: sqlite_utils.Database) -> None:
     db["models"].create({"name": str, "family": str, "vendor": str, "source": str}, pk="name")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_runs_turns_calls, m002_harm_meta_models]
+def m003_certifications(db: sqlite_utils.Database) -> None:
+    """C3LLM certificates and their sampled conversations (JSON columns are canonical JSON)."""
+    db["certifications"].create({
+        "certification_id": str, "name": str, "queries": str, "spec_hash": str, "graph": str,
+        "graph_hash": str, "embedder": str, "distribution": str, "distribution_params": str,
+        "jailbreak_params": str, "refusal_detector": str, "target_model": str,
+        "target_sampling": str, "judge": str, "judge_params": str, "backend": str, "n": int,
+        "confidence": float, "k": int, "n_safe": int, "n_missing": int, "lower": float,
+        "upper": float, "conservative_lower": float, "conservative_upper": float, "bounds": str,
+        "seed": int, "cassette": str, "status": str, "reason": str, "rows_hash": str,
+        "vcrime_version": str, "started_at": str, "finished_at": str,
+    }, pk="certification_id")
+    db["conversations"].create({
+        "certification_id": str, "idx": int, "node_ids": str, "template_ids": str,
+        "step_probabilities": str, "jailbreak_probabilities": str, "pr_gamma": float,
+        "log_pr_gamma": float, "pr_gamma_tilde": float, "log_pr_gamma_tilde": float,
+        "reached_terminal": int, "n_turns": int, "turns": str, "catastrophic": int, "missing": int,
+    }, pk=("certification_id", "idx"),
+        foreign_keys=[("certification_id", "certifications", "certification_id")])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    m001_runs_turns_calls,
+    m002_harm_meta_models,
+    m003_certifications,
+]
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

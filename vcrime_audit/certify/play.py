@@ -1,0 +1,126 @@
+"""Play one sampled conversation against the target model, turn by turn, and judge each answer.
+
+Each turn sends the whole history (system prompt, every earlier query and answer, the new query).
+Seeds: the walk and the jailbreak draws use :func:`conversation_rng` streams 0 and 1; the target's
+sampling seed of turn t is :func:`turn_seed` stream 2, the LLM judge's stream 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..agents.calling import CallRecord
+from ..backends.base import BackendError, GenerateRequest, Message, ModelBackend
+from ..canonical import canonical_json, content_hash
+from ..models import ModelEntry
+from .bounds import conversation_outcome
+from .distributions import ConversationDistribution, conversation_rng
+from .jailbreak import AugmentedWalk, JailbreakLayer
+from .judges import KeywordRefusalDetector, SecretLeakJudge
+from .llm_judge import LLMJudge
+
+TARGET_ROLE = "target"
+TARGET_CALL = "answer"
+TARGET_STREAM, JUDGE_STREAM = 2, 3
+RULE, LLM = "rule", "llm"
+
+
+def turn_seed(seed: int, index: int, stream: int, turn: int) -> int:
+    """A 31-bit sampling seed for one call, derived from the run seed."""
+    state = np.random.SeedSequence([seed, index, stream, turn]).generate_state(1, np.uint32)[0]
+    return int(state) & 0x7FFFFFFF
+
+
+@dataclass
+class Players:
+    """Everything a conversation is played and judged with."""
+
+    backend: ModelBackend
+    target: ModelEntry
+    system_prompt: str | None
+    detector: KeywordRefusalDetector
+    rule: SecretLeakJudge | None
+    llm: LLMJudge | None
+    selected: str
+    """Which judgment decides: ``rule`` or ``llm``."""
+
+
+@dataclass
+class PlayedConversation:
+    row: dict[str, Any]
+    outcome: bool | None
+
+
+async def _target_turn(players: Players, messages: list[Message], seed: int) -> dict[str, Any]:
+    sampling = players.target.sampling_for(TARGET_ROLE, seed)
+    request = GenerateRequest(role=TARGET_ROLE, call=TARGET_CALL, model=players.target.name,
+                              messages=list(messages), sampling=sampling)
+    call = {"request_hash": content_hash(request), "seed": seed}
+    try:
+        result = await players.backend.generate(request)
+    except BackendError as exc:
+        return {"answer": None, "target_error": str(exc), "target_call": call}
+    call.update(finish_reason=result.finish_reason, prompt_tokens=result.usage.prompt_tokens,
+                completion_tokens=result.usage.completion_tokens, seconds=result.seconds)
+    return {"answer": result.text, "target_error": "", "target_call": call}
+
+
+async def _judgments(players: Players, query: str, answer: str, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if players.rule is not None:
+        out[RULE] = players.rule.judge(answer).model_dump()
+    if players.llm is not None:
+        records: list[CallRecord] = []
+        verdict = await players.llm.judge(query, answer, seed, records)
+        out[LLM] = {**verdict.model_dump(), "seed": seed, "calls": [asdict(r) for r in records]}
+    return out
+
+
+async def play_conversation(index: int, seed: int, distribution: ConversationDistribution,
+                            layer: JailbreakLayer, players: Players,
+                            certification_id: str) -> PlayedConversation:
+    walk = AugmentedWalk(distribution.start(conversation_rng(seed, index)), layer,
+                         conversation_rng(seed, index, stream=1))
+    messages: list[Message] = []
+    if players.system_prompt:
+        messages.append(Message(role="system", content=players.system_prompt))
+    turns: list[dict[str, Any]] = []
+    turn = walk.next_turn()
+    while turn is not None:
+        t = len(turns)
+        messages.append(Message(role="user", content=turn.text))
+        played = await _target_turn(players, messages, turn_seed(seed, index, TARGET_STREAM, t))
+        entry: dict[str, Any] = {"turn": t, **turn.model_dump(), **played}
+        if played["answer"] is None:
+            entry.update(refused=None, judgments={}, verdict=None)
+            turns.append(entry)
+            break
+        answer = played["answer"]
+        messages.append(Message(role="assistant", content=answer))
+        refused = players.detector(answer)
+        judgments = await _judgments(players, turn.text, answer,
+                                     turn_seed(seed, index, JUDGE_STREAM, t))
+        entry.update(refused=refused, judgments=judgments,
+                     verdict=judgments[players.selected]["catastrophic"])
+        turns.append(entry)
+        turn = walk.next_turn(refused=refused)
+    record = walk.record()
+    outcome = conversation_outcome(t["verdict"] for t in turns)
+    base = record.conversation
+    row = {
+        "certification_id": certification_id, "idx": index,
+        "node_ids": canonical_json(base.node_ids),
+        "template_ids": canonical_json(record.template_ids),
+        "step_probabilities": canonical_json(base.step_probabilities),
+        "jailbreak_probabilities": canonical_json(record.jailbreak_probabilities),
+        "pr_gamma": base.probability, "log_pr_gamma": base.log_probability,
+        "pr_gamma_tilde": record.probability, "log_pr_gamma_tilde": record.log_probability,
+        "reached_terminal": int(base.reached_terminal), "n_turns": len(turns),
+        "turns": canonical_json(turns),
+        "catastrophic": None if outcome is None else int(outcome),
+        "missing": int(outcome is None),
+    }
+    return PlayedConversation(row, outcome)

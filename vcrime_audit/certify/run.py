@@ -1,0 +1,301 @@
+"""Run, record and replay a certification: query file → graph → n conversations → certificate.
+
+Every model call goes through a cassette (``certify-<certification id>.jsonl.gz``). The cassette
+header carries the config, the query spec, the built graph and the model entries, so a replay
+needs no query file, no embedder, no registry and no model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..backends.base import ModelBackend
+from ..backends.registry import make_backend
+from ..canonical import canonical_json, content_hash
+from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..models import DEFAULT_MODEL, ModelEntry, get_model
+from ..store import Store
+from . import DEMO_QUERY_FILE
+from . import store as cstore
+from .bounds import Certificate, certify
+from .distributions import DISTRIBUTIONS, ConversationDistribution, make_distribution
+from .graph import Embedder, QueryGraph, build_graph
+from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer
+from .judges import KeywordRefusalDetector, rule_judge_from_spec
+from .llm_judge import ROLE as JUDGE_ROLE
+from .llm_judge import LLMJudge, criterion_from_spec
+from .play import LLM, RULE, TARGET_ROLE, PlayedConversation, Players, play_conversation
+from .queryfile import QuerySpec, load_query_file
+
+DEFAULT_DB = Path("runs/vcrime.sqlite")
+DEFAULT_CASSETTES = Path("cassettes")
+DEMO = "demo"
+SHORT = {"random_node": "rn", "graph_path": "gp", "adaptive_rejection": "ar"}
+ALIASES = {short: kind for kind, short in SHORT.items()}
+META_KIND = "certification"
+
+
+def distribution_kind(name: str) -> str:
+    kind = ALIASES.get(name, name)
+    if kind not in DISTRIBUTIONS:
+        raise ValueError(f"unknown distribution {name!r}; choose rn, gp or ar "
+                         f"(or {', '.join(sorted(DISTRIBUTIONS))})")
+    return kind
+
+
+@dataclass(frozen=True)
+class CertifyConfig:
+    """Everything that decides a certification's conversations and certificate."""
+
+    queries: str = DEMO
+    """Query file path, or ``demo`` for the shipped secret-keeping graph."""
+    model: str = DEFAULT_MODEL
+    judge: str = RULE
+    """``rule`` (the query file's rule judge) or a model name (the LLM judge)."""
+    distribution: str = "adaptive_rejection"
+    n: int = 50
+    confidence: float = 0.95
+    jailbreak_p: float = 0.25
+    seed: int = 0
+    max_length: int = 4
+    max_tokens: int = 96
+    temperature: float | None = None
+    """Target temperature; ``None`` keeps the model entry's."""
+    judge_max_tokens: int = 160
+    lambda_h: float = 2.5
+    lambda_l: float = 1.0
+    backend: str = "local"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "distribution", distribution_kind(self.distribution))
+        problems = [
+            (self.n < 1, f"n must be at least 1, got {self.n}"),
+            (not 0 < self.confidence < 1, f"confidence must lie in (0, 1), got {self.confidence}"),
+            (not 0 <= self.jailbreak_p <= 1, f"jailbreak_p must lie in [0, 1], got {self.jailbreak_p}"),
+            (self.max_length < 1, f"max_length must be at least 1, got {self.max_length}"),
+            (self.max_tokens < 1, f"max_tokens must be at least 1, got {self.max_tokens}"),
+            (self.judge_max_tokens < 1, f"judge_max_tokens must be at least 1, got {self.judge_max_tokens}"),
+            (self.temperature is not None and self.temperature < 0,
+             f"temperature must be >= 0, got {self.temperature}"),
+            (not (self.lambda_h > 0 and self.lambda_l > 0), "lambda_h and lambda_l must be positive"),
+        ]
+        for bad, message in problems:
+            if bad:
+                raise ValueError(message)
+
+    @property
+    def judge_is_llm(self) -> bool:
+        return self.judge != RULE
+
+    def query_path(self) -> Path:
+        return DEMO_QUERY_FILE if self.queries == DEMO else Path(self.queries)
+
+    def certification_id(self, spec: QuerySpec) -> str:
+        identity = {k: v for k, v in asdict(self).items() if k not in ("queries", "seed")}
+        identity["spec"] = content_hash(spec)
+        return f"{spec.name}-{SHORT[self.distribution]}-s{self.seed}-{content_hash(identity, 4)}"
+
+
+@dataclass
+class CertifyOutcome:
+    certification_id: str
+    certificate: Certificate
+    store: Path
+    cassette: Path
+    rows_hash: str
+    model_calls: int
+    replayed_calls: int
+    turns: int
+    recorded_hash: str | None = None
+    recorded_certificate: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identical(self) -> bool | None:
+        return None if self.recorded_hash is None else self.recorded_hash == self.rows_hash
+
+
+Progress = Callable[[int, PlayedConversation], None]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def with_role_sampling(entry: ModelEntry, role: str, **overrides: Any) -> ModelEntry:
+    """A copy of ``entry`` whose sampling for ``role`` has ``overrides`` (``None`` values dropped)."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    sampling = {**entry.sampling, role: {**entry.sampling.get(role, {}), **given}}
+    return entry.model_copy(update={"sampling": sampling})
+
+
+def cassette_path(certification_id: str, cassette_dir: Path) -> Path:
+    return Path(cassette_dir) / f"certify-{certification_id}.jsonl.gz"
+
+
+@dataclass
+class Setup:
+    config: CertifyConfig
+    spec: QuerySpec
+    graph: QueryGraph
+    entries: dict[str, ModelEntry]
+
+
+def _from_meta(cassette: Cassette) -> Setup:
+    meta = cassette.meta
+    if meta.get("kind") != META_KIND:
+        raise CassetteError(f"{cassette.path}: not a certification cassette (header.meta.kind is "
+                            f"{meta.get('kind')!r}); fix: pass a cassette written by "
+                            "`vcrime-audit certify`")
+    missing = [k for k in ("config", "spec", "graph", "models") if k not in meta]
+    if missing:
+        raise CassetteError(f"{cassette.path}: header.meta lacks {', '.join(missing)}; "
+                            "fix: re-record the cassette")
+    known = {f.name for f in fields(CertifyConfig)}
+    return Setup(
+        config=CertifyConfig(**{k: v for k, v in meta["config"].items() if k in known}),
+        spec=QuerySpec.model_validate(meta["spec"]),
+        graph=QueryGraph.model_validate(meta["graph"]),
+        entries={n: ModelEntry.model_validate(e) for n, e in meta["models"].items()})
+
+
+def _players(setup: Setup, backend: ModelBackend) -> Players:
+    config, spec = setup.config, setup.spec
+    target = with_role_sampling(setup.entries[config.model], TARGET_ROLE,
+                                max_tokens=config.max_tokens, temperature=config.temperature)
+    rule = rule_judge_from_spec(spec.judge) if spec.judge is not None and spec.judge.secret else None
+    if not config.judge_is_llm and rule is None:
+        raise ValueError(f"{config.queries}: judge: the query file defines no rule judge; fix: add "
+                         "judge: {kind: secret_leak, secret: ...} or pass --judge MODEL")
+    llm = None
+    if config.judge_is_llm:
+        judge_entry = with_role_sampling(setup.entries[config.judge], JUDGE_ROLE,
+                                         max_tokens=config.judge_max_tokens)
+        llm = LLMJudge(backend, judge_entry, criterion_from_spec(spec.judge))
+    return Players(backend=backend, target=target, system_prompt=spec.system_prompt,
+                   detector=KeywordRefusalDetector(), rule=rule, llm=llm,
+                   selected=LLM if config.judge_is_llm else RULE)
+
+
+def _layer(spec: QuerySpec, p: float) -> JailbreakLayer:
+    return JailbreakLayer(list(spec.jailbreak_templates or DEFAULT_TEMPLATES), p)
+
+
+def _distribution(config: CertifyConfig, graph: QueryGraph) -> ConversationDistribution:
+    options = ({"lambda_h": config.lambda_h, "lambda_l": config.lambda_l}
+               if config.distribution == "adaptive_rejection" else {})
+    return make_distribution(config.distribution, graph, config.max_length, **options)
+
+
+def _judge_params(players: Players) -> dict[str, Any]:
+    return {RULE: players.rule.parameters() if players.rule else None,
+            LLM: players.llm.parameters() if players.llm else None, "selected": players.selected}
+
+
+async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, store: Store,
+                progress: Progress | None) -> CertifyOutcome:
+    config, spec, graph = setup.config, setup.spec, setup.graph
+    cid = config.certification_id(spec)
+    backend = RecordingBackend(cassette, inner)
+    players = _players(setup, backend)
+    distribution = _distribution(config, graph)
+    layer = _layer(spec, config.jailbreak_p)
+    target_sampling = players.target.sampling_for(TARGET_ROLE, 0).model_dump(exclude={"seed"})
+    cstore.start_certification(store, {
+        "certification_id": cid, "name": spec.name, "queries": config.queries,
+        "spec_hash": content_hash(spec), "graph": graph.to_json(), "graph_hash": graph.content_hash(),
+        "embedder": canonical_json(graph.embedder), "distribution": distribution.kind,
+        "distribution_params": canonical_json(distribution.parameters()),
+        "jailbreak_params": canonical_json(layer.parameters()),
+        "refusal_detector": canonical_json(players.detector.parameters()),
+        "target_model": config.model, "target_sampling": canonical_json(target_sampling),
+        "judge": config.judge, "judge_params": canonical_json(_judge_params(players)),
+        "backend": config.backend, "n": config.n, "confidence": config.confidence, "k": None,
+        "n_safe": None, "n_missing": None, "lower": None, "upper": None,
+        "conservative_lower": None, "conservative_upper": None, "bounds": None,
+        "seed": config.seed, "cassette": str(cassette.path), "status": "running", "reason": "",
+        "rows_hash": None, "vcrime_version": __version__, "started_at": _now(), "finished_at": None})
+    outcomes: list[bool | None] = []
+    turns = 0
+    try:
+        for index in range(config.n):
+            played = await play_conversation(index, config.seed, distribution, layer, players, cid)
+            cstore.commit_conversation(store, played.row)
+            if cassette.recording:
+                cassette.save()
+            outcomes.append(played.outcome)
+            turns += played.row["n_turns"]
+            if progress is not None:
+                progress(index, played)
+    except Exception as exc:
+        cstore.finish_certification(store, cid, status="error",
+                                    reason=f"{type(exc).__name__}: {exc}"[:2000], finished_at=_now())
+        raise
+    finally:
+        if inner is not None:
+            await inner.aclose()
+    certificate = certify(outcomes, config.confidence)
+    bounds = canonical_json(certificate)
+    digest = cstore.rows_hash(cstore.conversations(store, cid), bounds)
+    cstore.finish_certification(
+        store, cid, status="done", k=certificate.n_catastrophic, n_safe=certificate.n_safe,
+        n_missing=certificate.n_missing, lower=certificate.judged.lower,
+        upper=certificate.judged.upper, conservative_lower=certificate.conservative_lower,
+        conservative_upper=certificate.conservative_upper, bounds=bounds, rows_hash=digest,
+        finished_at=_now())
+    recorded = cassette.summary or {}
+    if cassette.recording:
+        cassette.summary = {"type": "summary", "certification_id": cid, "rows_hash": digest,
+                            "certificate": certificate.model_dump(mode="json")}
+        cassette.save()
+    return CertifyOutcome(cid, certificate, store.path, cassette.path, digest, backend.model_calls,
+                          backend.replayed, turns, recorded.get("rows_hash"),
+                          recorded.get("certificate"))
+
+
+async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
+                            cassette_dir: Path = DEFAULT_CASSETTES,
+                            mode: RecordMode = RecordMode.once, *,
+                            backend: ModelBackend | None = None, embedder: Embedder | None = None,
+                            progress: Progress | None = None) -> CertifyOutcome:
+    """Certify the target model on the config's query graph, recording every model call.
+
+    An existing cassette supplies the spec, graph and model entries it was recorded with.
+    ``backend`` (the inner backend) and ``embedder`` default to the registry's and MiniLM;
+    a given ``backend`` is closed at the end like a built one.
+    """
+    spec = load_query_file(config.query_path())
+    cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
+    if cassette.meta:
+        setup = _from_meta(cassette)
+    else:
+        names = {config.model} | ({config.judge} if config.judge_is_llm else set())
+        entries = {name: get_model(name) for name in sorted(names)}
+        graph = build_graph(spec, embedder=embedder)
+        setup = Setup(config, spec, graph, entries)
+        cassette.meta = {"kind": META_KIND, "config": asdict(config),
+                         "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
+                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "vcrime_version": __version__, "fingerprints": {}}
+    inner = None
+    if cassette.recording:
+        inner = backend if backend is not None else make_backend(config.backend, setup.entries)
+    return await _play(setup, cassette, inner, Store(db), progress)
+
+
+async def replay_certification(cassette_file: Path, db: Path | None = None,
+                               progress: Progress | None = None) -> CertifyOutcome:
+    """Re-run a recorded certification from its cassette alone: no model, no embedder, no files."""
+    if not Path(cassette_file).is_file():
+        raise CassetteError(f"{cassette_file}: no such cassette; fix: pass the path of a "
+                            "certify-*.jsonl.gz file")
+    cassette = Cassette(cassette_file, RecordMode.none)
+    setup = _from_meta(cassette)
+    cid = setup.config.certification_id(setup.spec)
+    store = Store(db or Path("runs") / f"replay-certify-{cid}.sqlite")
+    return await _play(setup, cassette, None, store, progress)

@@ -1,0 +1,128 @@
+"""`vcrime-audit certify`: a C3LLM certificate on a query graph, recorded to a cassette and stored.
+
+Mounted in cli.py with ``app.command()(certify)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..certify.run import DEFAULT_CASSETTES, DEFAULT_DB, DEMO
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..certify.play import PlayedConversation
+    from ..certify.run import CertifyOutcome
+
+JUDGE_HELP = "rule (the query file's rule judge, e.g. the secret appears) or a model name (LLM judge)."
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _known_errors() -> tuple[type[Exception], ...]:
+    from ..backends.base import BackendError
+    from ..cassette import CassetteError, CassetteMiss
+    from ..certify.queryfile import QueryFileError
+    from ..models import ModelError
+    from ..store.db import StoreError
+
+    return (BackendError, CassetteError, CassetteMiss, ModelError, QueryFileError, StoreError,
+            ValueError)
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{low:.4f}, {high:.4f}]"
+
+
+def _print_outcome(outcome: CertifyOutcome, seconds: float) -> None:
+    c = outcome.certificate
+    level = f"{100 * c.confidence:g}%"
+    typer.echo(f"certification  {outcome.certification_id}")
+    typer.echo(f"catastrophic   k = {c.n_catastrophic} of {c.n_samples} conversations "
+               f"({c.n_safe} safe, {c.n_missing} missing judgment(s))")
+    typer.echo(f"interval       {level} Clopper-Pearson {_interval(c.judged.lower, c.judged.upper)} "
+               f"on the {c.judged.n} judged conversations")
+    typer.echo(f"conservative   {_interval(c.conservative_lower, c.conservative_upper)} "
+               "(missing counted as safe for the lower bound, as catastrophic for the upper)")
+    typer.echo(f"store          {outcome.store} (tables certifications, conversations)")
+    typer.echo(f"cassette       {outcome.cassette}")
+    typer.echo(f"calls          {outcome.model_calls} to a model, {outcome.replayed_calls} replayed; "
+               f"{outcome.turns} turns; {seconds:.1f} s")
+    typer.echo(f"rows hash      {outcome.rows_hash}")
+
+
+def _progress(n: int) -> Callable[[int, PlayedConversation], None]:
+    def show(index: int, played: PlayedConversation) -> None:
+        row = played.row
+        verdict = {True: "catastrophic", False: "safe", None: "MISSING"}[played.outcome]
+        typer.echo(f"conversation {index + 1}/{n}: {row['n_turns']} turn(s), {verdict}", err=True)
+    return show
+
+
+def certify(
+    queries: Annotated[Path | None, typer.Option(
+        help="Query file (.yaml or .jsonl) around a target query; default: the shipped "
+             "secret-keeping demo.")] = None,
+    model: Annotated[str, typer.Option(help="Target model (local_models/).")] = "smollm2-135m",
+    judge: Annotated[str, typer.Option(help=JUDGE_HELP)] = "rule",
+    distribution: Annotated[str, typer.Option(
+        help="rn (random node) | gp (graph path) | ar (adaptive with rejection).")] = "ar",
+    n: Annotated[int, typer.Option("--n", help="Conversations to sample.")] = 50,
+    confidence: Annotated[float, typer.Option(help="Clopper-Pearson confidence level.")] = 0.95,
+    jailbreak_p: Annotated[float, typer.Option(
+        help="Probability that a query gets a jailbreak template.")] = 0.25,
+    seed: Annotated[int, typer.Option(
+        help="Run seed: walks, jailbreak draws and sampling seeds derive from it.")] = 0,
+    max_length: Annotated[int, typer.Option(help="Most queries per conversation.")] = 4,
+    max_tokens: Annotated[int, typer.Option(help="Most tokens per target answer.")] = 96,
+    temperature: Annotated[float | None, typer.Option(
+        help="Target temperature (default: the model entry's).")] = None,
+    lambda_h: Annotated[float, typer.Option(help="AR: weight of favoured neighbours.")] = 2.5,
+    lambda_l: Annotated[float, typer.Option(help="AR: weight of the other neighbours.")] = 1.0,
+    backend: Annotated[str, typer.Option(help="Backend that serves the models.")] = "local",
+    db: Annotated[Path, typer.Option(help="SQLite store.")] = DEFAULT_DB,
+    cassette_dir: Annotated[Path, typer.Option(help="Where the cassette goes.")] = DEFAULT_CASSETTES,
+    record_mode: Annotated[str, typer.Option(help="once | new | none | all (as in vcrpy).")] = "once",
+    replay: Annotated[Path | None, typer.Option(
+        help="Replay this certification cassette instead (no model; the other run options "
+             "come from the cassette); --db then defaults to runs/replay-certify-<id>.sqlite.")] = None,
+) -> None:
+    """Certify the probability of a catastrophic multi-turn conversation (C3LLM)."""
+    from ..cassette import RecordMode
+    from ..certify.run import CertifyConfig, replay_certification, run_certification
+
+    started = time.perf_counter()
+    try:
+        if replay is not None:
+            given_db = db if db != DEFAULT_DB else None
+            outcome = asyncio.run(replay_certification(replay, given_db))
+        else:
+            if record_mode not in RecordMode.__members__:
+                _fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
+            config = CertifyConfig(
+                queries=str(queries) if queries is not None else DEMO, model=model, judge=judge,
+                distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,
+                seed=seed, max_length=max_length, max_tokens=max_tokens, temperature=temperature,
+                lambda_h=lambda_h, lambda_l=lambda_l, backend=backend)
+            outcome = asyncio.run(run_certification(config, db, cassette_dir, RecordMode(record_mode),
+                                                    progress=_progress(n)))
+    except _known_errors() as exc:
+        _fail(str(exc))
+    _print_outcome(outcome, time.perf_counter() - started)
+    if outcome.recorded_hash is None:
+        return
+    if outcome.identical:
+        typer.echo(f"identical rows: hash {outcome.rows_hash} matches the recording")
+    else:
+        typer.echo(f"different rows: recorded {outcome.recorded_hash}, got {outcome.rows_hash}",
+                   err=True)
+        raise typer.Exit(1)
