@@ -267,7 +267,8 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
 
     An existing cassette supplies the spec, graph and model entries it was recorded with.
     ``backend`` (the inner backend) and ``embedder`` default to the registry's and MiniLM;
-    a given ``backend`` is closed at the end like a built one.
+    a given ``backend`` is closed at the end like a built one. ``progress`` is called after each
+    conversation while the cassette records.
     """
     spec = load_query_file(config.query_path())
     cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
@@ -285,7 +286,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     inner = None
     if cassette.recording:
         inner = backend if backend is not None else make_backend(config.backend, setup.entries)
-    return await _play(setup, cassette, inner, Store(db), progress)
+    return await _play(setup, cassette, inner, Store(db), progress if cassette.recording else None)
 
 
 async def replay_certification(cassette_file: Path, db: Path | None = None,
