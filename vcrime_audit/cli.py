@@ -141,11 +141,13 @@ def models() -> None:
 
 def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
+    from .commands.certify import certify
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
 
     app.add_typer(scenarios_app, name="scenarios")
     app.add_typer(audit_app, name="audit")
+    app.command()(certify)
     app.command()(study)
     app.command()(merge)
 

@@ -129,6 +129,14 @@ def _judge_sections(audit: JudgeAudit) -> list[str]:
     return lines
 
 
+def other_sections(db: Path) -> list[str]:
+    """Sections from the other workflows that write to the same store (markdown, one each)."""
+    from ..certify.report import certification_section
+    from ..certify.store import load_certification_rows
+
+    return [certification_section(load_certification_rows(db)), ""]
+
+
 def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str:
     m, data = result.metrics, result.data
     conf = f"{100 * m.confidence:.0f}%"
@@ -168,6 +176,7 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
     lines += _task_table(m)
     lines += [f"![heat map]({figures['heatmap'].relative_to(folder).as_posix()})", ""]
     lines += _judge_sections(result.judges)
+    lines += [section for section in other_sections(Path(data.source))]
     lines += ["## Attacker codes", ""] + [f"- {c}: {a}" for a, c in codes(m.attackers).items()] + [""]
     return "\n".join(lines)
 
