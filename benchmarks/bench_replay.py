@@ -39,6 +39,6 @@ def measure(path: Path, repeats: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    paths = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "cassettes").glob("*.jsonl.gz"))
+    paths = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "cassettes").glob("robotics_company__*.jsonl.gz"))
     for p in paths:
         measure(p)

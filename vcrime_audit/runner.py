@@ -170,8 +170,10 @@ def _from_meta(cassette: Cassette) -> tuple[WorldState, dict[str, ModelEntry]]:
     meta = cassette.meta
     missing = [k for k in ("config", "initial_world", "models") if k not in meta]
     if missing:
-        raise CassetteError(f"{cassette.path}: header.meta lacks {', '.join(missing)}; "
-                            "fix: re-record the cassette")
+        hint = ("it is a certification cassette: use vcrime-audit certify --replay"
+                if meta.get("kind") == "certification" else "re-record the cassette")
+        raise CassetteError(f"{cassette.path}: not a sandbox-run cassette (header.meta lacks "
+                            f"{', '.join(missing)}); fix: {hint}")
     world = WorldState.model_validate(meta["initial_world"])
     entries = {n: ModelEntry.model_validate(e) for n, e in meta["models"].items()}
     return world, entries
@@ -180,7 +182,7 @@ def _from_meta(cassette: Cassette) -> tuple[WorldState, dict[str, ModelEntry]]:
 async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
     cassette = Cassette(cassette_path, RecordMode.none)
-    config = RunConfig(**cassette.meta.get("config", {}))
     world, entries = _from_meta(cassette)
+    config = RunConfig(**cassette.meta["config"])
     store = Store(db or Path("runs") / f"replay-{config.run_id()}.sqlite")
     return await _play(config, world, _roles(config, entries), cassette, None, store)

@@ -1,0 +1,79 @@
+"""The committed cassette (recorded with the real embedded model) replays byte for byte."""
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vcrime_audit.agents import prompting
+from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
+from vcrime_audit.runner import replay
+from vcrime_audit.store import Store, turn_rows_hash
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))
+
+
+@pytest.fixture
+def cassette_path():
+    assert COMMITTED, "the demo cassette must be committed under cassettes/"
+    return COMMITTED[0]
+
+
+def test_replay_reproduces_the_recorded_turn_rows(cassette_path, tmp_path):
+    recorded = Cassette(cassette_path, RecordMode.none)
+    outcome = asyncio.run(replay(cassette_path, tmp_path / "replay.sqlite"))
+    assert outcome.model_calls == 0 and outcome.replayed_calls == len(recorded.calls)
+    assert outcome.turn_rows_hash == recorded.summary["turn_rows_hash"]
+    assert outcome.identical and outcome.turns == recorded.summary["turns"] >= 1
+    store = Store(tmp_path / "replay.sqlite")
+    assert turn_rows_hash(store, outcome.run_id) == outcome.turn_rows_hash
+    assert store.run(outcome.run_id)["status"] == recorded.summary["status"]
+
+
+def test_replay_twice_gives_the_same_bytes_in_the_store(cassette_path, tmp_path):
+    a = asyncio.run(replay(cassette_path, tmp_path / "a.sqlite"))
+    b = asyncio.run(replay(cassette_path, tmp_path / "b.sqlite"))
+    rows_a = Store(tmp_path / "a.sqlite").rows("turns", a.run_id)
+    rows_b = Store(tmp_path / "b.sqlite").rows("turns", b.run_id)
+    assert rows_a == rows_b and rows_a[0]["world_before"]
+
+
+def test_replay_runs_with_llama_cpp_unimportable(cassette_path, tmp_path):
+    script = ("import sys; sys.modules['llama_cpp'] = None\n"
+              "from vcrime_audit.cli import app\n"
+              f"app(['replay', {str(cassette_path)!r}, '--db', {str(tmp_path / 'r.sqlite')!r}])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "identical turn rows" in done.stdout and "0 to a model" in done.stdout
+
+
+def test_one_changed_character_in_a_template_fails_with_a_diff(cassette_path, tmp_path, monkeypatch):
+    prompts = tmp_path / "prompts"
+    shutil.copytree(prompting.PROMPTS_DIR, prompts)
+    judge = prompts / "judge_system.j2"
+    judge.write_text(judge.read_text().replace("You are the Judge", "You are the Judgf", 1))
+    monkeypatch.setattr(prompting, "PROMPTS_DIR", prompts)
+    prompting.environment.cache_clear()
+    try:
+        with pytest.raises(CassetteMiss) as info:
+            asyncio.run(replay(cassette_path, tmp_path / "miss.sqlite"))
+    finally:
+        prompting.environment.cache_clear()
+    message = str(info.value)
+    assert "judge 'assess' call" in message and "no model was called" in message
+    assert "-You are the Judge in VirtualCrime" in message
+    assert "+You are the Judgf in VirtualCrime" in message
+    run = Store(tmp_path / "miss.sqlite").runs()[0]
+    assert run["status"] == "error" and "CassetteMiss" in run["reason"]
+
+
+def test_a_certification_cassette_is_refused_with_the_right_command(tmp_path):
+    from vcrime_audit.cassette import CassetteError
+
+    [certify_cassette] = sorted((ROOT / "cassettes").glob("certify-*.jsonl.gz"))[:1]
+    with pytest.raises(CassetteError, match="use vcrime-audit certify --replay"):
+        asyncio.run(replay(certify_cassette, tmp_path / "x.sqlite"))
