@@ -32,6 +32,7 @@ class TaskResult:
     turns: int = 0
     statuses: list[str] = field(default_factory=list)
     model_output_errors: int = 0
+    error_reasons: list[str] = field(default_factory=list)
     phase_errors: int = 0
     patches_applied: int = 0
     patches_dropped: int = 0
@@ -56,6 +57,7 @@ async def play(task_id: str, engine: Engine, seed: int) -> TaskResult:
         task=task_id, seconds=time.perf_counter() - started, turns=len(records),
         statuses=[r.status for r in records],
         model_output_errors=sum(r.status == ERROR for r in records),
+        error_reasons=[r.reason[:300] for r in records if r.status == ERROR],
         phase_errors=sum(len(r.phase_errors) for r in records),
         patches_applied=sum(p.applied for r in records for p in r.patches),
         patches_dropped=sum(not p.applied for r in records for p in r.patches),
@@ -79,6 +81,8 @@ async def main(task_ids: list[str], turns: int, seed: int, model_name: str,
                   f"{result.phase_errors}  patches {result.patches_applied}/"
                   f"{result.patches_applied + result.patches_dropped} applied  {verdict}",
                   flush=True)
+            for reason in result.error_reasons:
+                print(f"        model output error: {reason}", flush=True)
     finally:
         await backend.aclose()
     return results
