@@ -10,6 +10,8 @@ from .base import BackendError, ModelBackend
 # name -> "module:class"; each class takes ``entries: dict[str, ModelEntry]``
 BACKENDS: dict[str, str] = {
     "local": "vcrime_audit.backends.local:LocalBackend",
+    "openai": "vcrime_audit.backends.openai:OpenAIBackend",
+    "transformers": "vcrime_audit.backends.transformers:TransformersBackend",
 }
 
 

@@ -1,0 +1,261 @@
+"""Any OpenAI-compatible chat server (``vllm serve``, llama.cpp's server), JSON-Schema-constrained.
+
+The server address comes from ``$VCRIME_OPENAI_BASE_URL`` (or the variable named by
+``options.base_url_env``) or else ``options.base_url``; the API key from the variable named by
+``options.api_key_env``. Neither the key nor the host and port enter the fingerprint or the cassette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx2 as httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..models import ModelEntry
+from .base import BackendError, GenerateRequest, GenerateResult, Usage
+
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+SERVER_MODEL_FIELDS = ("owned_by", "max_model_len", "meta")
+START_HINT = ("start one, e.g. `python -m llama_cpp.server --model <gguf> --model_alias <served_name> "
+              "--port 8080` or `vllm serve <model> --served-model-name <served_name>`, and point "
+              "$VCRIME_OPENAI_BASE_URL or options.base_url at it (http://HOST:PORT/v1)")
+
+
+class OpenAIOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    base_url: str | None = None
+    base_url_env: str = "VCRIME_OPENAI_BASE_URL"
+    api_key_env: str = "OPENAI_API_KEY"
+    response_format: Literal["json_object", "json_schema"] = Field(
+        "json_object", description="json_object: llama.cpp servers; json_schema: vLLM and OpenAI.")
+    extra_body: dict[str, Any] = Field(default_factory=dict,
+                                       description="Extra request fields (server sampler settings).")
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_s: float = Field(0.5, ge=0)
+    max_backoff_s: float = Field(30.0, ge=0)
+
+
+def parse_options(entry: ModelEntry) -> OpenAIOptions:
+    try:
+        return OpenAIOptions.model_validate(entry.options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise BackendError(f"model '{entry.name}' ({entry.source_file}): options.{field}: "
+                           f"{first['msg']}; fix: see OpenAIOptions in {__name__}") from None
+
+
+def backoff_delay(attempt: int, options: OpenAIOptions, retry_after: str | None = None) -> float:
+    """Seconds to wait before retry ``attempt + 1``: doubling from ``backoff_s``, capped; a
+    numeric Retry-After from the server wins when it is longer."""
+    delay = min(options.backoff_s * 2 ** attempt, options.max_backoff_s)
+    try:
+        asked = float(retry_after) if retry_after is not None else 0.0
+    except ValueError:
+        asked = 0.0
+    return min(max(delay, asked), options.max_backoff_s)
+
+
+def response_format(kind: str, schema: dict[str, Any], call: str) -> dict[str, Any]:
+    if kind == "json_object":
+        return {"type": "json_object", "schema": schema}
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", call)[:64] or "output"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def chat_body(request: GenerateRequest, served_name: str, options: OpenAIOptions) -> dict[str, Any]:
+    s = request.sampling
+    body: dict[str, Any] = {
+        **options.extra_body, "model": served_name,
+        "messages": [m.model_dump() for m in request.messages],
+        "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "seed": s.seed,
+    }
+    if request.output_schema is not None:
+        body["response_format"] = response_format(options.response_format, request.output_schema,
+                                                  request.call)
+    return body
+
+
+def parse_chat_response(data: Any, url: str) -> tuple[str, str, Usage]:
+    try:
+        choice = data["choices"][0]
+        text = choice["message"]["content"] or ""
+        usage = data.get("usage") or {}
+        return text, choice.get("finish_reason") or "stop", Usage(
+            prompt_tokens=usage.get("prompt_tokens") or 0,
+            completion_tokens=usage.get("completion_tokens") or 0)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise BackendError(f"{url} answered with no choices[0].message.content: {str(data)[:300]}; "
+                           "fix: check that the server speaks the OpenAI chat completions API") from None
+
+
+def server_model_fingerprint(listing: Any, served_name: str, url: str) -> dict[str, Any]:
+    """The server's model ids and the stable fields it reports for the served one."""
+    try:
+        models = {m["id"]: m for m in listing["data"]}
+    except (KeyError, TypeError):
+        raise BackendError(f"{url} is not an OpenAI model list: {str(listing)[:300]}") from None
+    if served_name not in models:
+        raise BackendError(f"{url} does not serve '{served_name}' (it serves: "
+                           f"{', '.join(sorted(models)) or 'nothing'}); fix: set weights.served_name "
+                           "to one of those or start the server with that model name")
+    served = models[served_name]
+    return {"ids": sorted(models), **{k: served[k] for k in SERVER_MODEL_FIELDS if k in served}}
+
+
+class _Endpoint:
+    """One model's server: address, auth and the retry loop around each HTTP request."""
+
+    def __init__(self, entry: ModelEntry) -> None:
+        self.entry = entry
+        self.options = parse_options(entry)
+        if not entry.weights.served_name:
+            raise BackendError(f"model '{entry.name}' ({entry.source_file}): weights.served_name is "
+                               "empty; fix: set it to the model name the server reports at /v1/models")
+        self.served_name = entry.weights.served_name
+        base = os.environ.get(self.options.base_url_env) or self.options.base_url
+        if not base:
+            raise BackendError(f"model '{entry.name}' ({entry.source_file}): no server address; fix: "
+                               f"set ${self.options.base_url_env} or options.base_url, e.g. "
+                               "http://127.0.0.1:8080/v1")
+        self.base_url = base.rstrip("/")
+        if urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise BackendError(f"model '{entry.name}': server address '{self.base_url}' is not an "
+                               "http(s) URL; fix: use http://HOST:PORT/v1")
+
+    def headers(self) -> dict[str, str]:
+        key = os.environ.get(self.options.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.options.timeout_s, connect=min(10.0, self.options.timeout_s))
+
+    def check(self, response: httpx.Response, url: str) -> Any:
+        if response.status_code in (401, 403):
+            raise BackendError(f"{url} refused the request ({response.status_code}); fix: set "
+                               f"${self.options.api_key_env} to the server's API key "
+                               "(options.api_key_env names the variable)")
+        if response.status_code == 404:
+            raise BackendError(f"{url} not found (404); fix: the base URL usually ends in /v1 "
+                               f"(now {self.base_url})")
+        if response.status_code >= 400:
+            raise BackendError(f"{url} rejected the request ({response.status_code}): "
+                               f"{response.text[:500]}")
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(f"{url} answered with non-JSON: {response.text[:300]}") from None
+
+    def give_up(self, url: str, last: str, status: int | None) -> BackendError:
+        attempts = self.options.max_retries + 1
+        if status is None:
+            return BackendError(f"{url}: no answer after {attempts} attempt(s) ({last}); fix: check "
+                                f"that the server is up, or {START_HINT}; a slow server may need a "
+                                f"larger options.timeout_s (now {self.options.timeout_s:g} s)")
+        return BackendError(f"{url}: HTTP {status} on all {attempts} attempt(s): {last}; fix: see "
+                            "the server's log; a request the server cannot parse (e.g. "
+                            "response_format) needs options.response_format json_object (llama.cpp) "
+                            "or json_schema (vLLM)")
+
+    def get_sync(self, path: str) -> Any:
+        url = self.base_url + path
+        last, status = "", None
+        with httpx.Client(timeout=self.timeout()) as client:
+            for attempt in range(self.options.max_retries + 1):
+                if attempt:
+                    time.sleep(backoff_delay(attempt - 1, self.options))
+                try:
+                    response = client.get(url, headers=self.headers())
+                except httpx.TransportError as exc:
+                    last, status = f"{type(exc).__name__}: {exc}", None
+                    continue
+                if response.status_code in TRANSIENT_STATUS:
+                    last, status = response.text[:300], response.status_code
+                    continue
+                return self.check(response, url)
+        raise self.give_up(url, last, status)
+
+    async def post(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Any:
+        url = self.base_url + path
+        last, status, retry_after = "", None, None
+        for attempt in range(self.options.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(backoff_delay(attempt - 1, self.options, retry_after))
+            try:
+                response = await client.post(url, json=body, headers=self.headers(),
+                                             timeout=self.timeout())
+            except httpx.TransportError as exc:
+                last, status, retry_after = f"{type(exc).__name__}: {exc}", None, None
+                continue
+            if response.status_code in TRANSIENT_STATUS:
+                last, status = response.text[:300], response.status_code
+                retry_after = response.headers.get("retry-after")
+                continue
+            return self.check(response, url)
+        raise self.give_up(url, last, status)
+
+
+class OpenAIBackend:
+    """Chat completions over HTTP; calls run concurrently (the server batches or queues them)."""
+
+    name = "openai"
+
+    def __init__(self, entries: dict[str, ModelEntry]) -> None:
+        self.entries = entries
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._fingerprints: dict[str, dict[str, Any]] = {}
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _endpoint(self, model: str) -> _Endpoint:
+        if model not in self._endpoints:
+            if model not in self.entries:
+                raise BackendError(f"model '{model}' was not given to the openai backend")
+            self._endpoints[model] = _Endpoint(self.entries[model])
+        return self._endpoints[model]
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        if model not in self._fingerprints:
+            endpoint = self._endpoint(model)
+            listing = endpoint.get_sync("/models")
+            self._fingerprints[model] = {
+                "engine": "openai-compatible",
+                "api_path": urlsplit(endpoint.base_url).path or "/",
+                "served_name": endpoint.served_name,
+                "server_models": server_model_fingerprint(listing, endpoint.served_name,
+                                                          endpoint.base_url + "/models"),
+                "revision": endpoint.entry.revision,
+                "response_format": endpoint.options.response_format,
+                "extra_body": endpoint.options.extra_body,
+            }
+        return self._fingerprints[model]
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        """One connection pool per event loop (``asyncio.run`` per episode makes new loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
+            self._client_loop = loop
+        return self._client
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        endpoint = self._endpoint(request.model)
+        body = chat_body(request, endpoint.served_name, endpoint.options)
+        started = time.perf_counter()
+        data = await endpoint.post(self._client_for_loop(), "/chat/completions", body)
+        text, finish, usage = parse_chat_response(data, endpoint.base_url + "/chat/completions")
+        return GenerateResult(text=text, finish_reason="length" if finish == "length" else "stop",
+                              usage=usage, seconds=round(time.perf_counter() - started, 4))
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.aclose()
+        self._client_loop = None
