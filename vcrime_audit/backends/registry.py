@@ -12,6 +12,7 @@ BACKENDS: dict[str, str] = {
     "local": "vcrime_audit.backends.local:LocalBackend",
     "openai": "vcrime_audit.backends.openai:OpenAIBackend",
     "transformers": "vcrime_audit.backends.transformers:TransformersBackend",
+    "vllm": "vcrime_audit.backends.vllm:VLLMBackend",
 }
 
 
