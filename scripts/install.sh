@@ -21,8 +21,8 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
   CMAKE_ARGS="$flags" $PY -m pip wheel -q --no-deps --no-cache-dir \
     "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
 fi
-$PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+$PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
 # torch from the CPU wheel (an unpinned torch would pull a multi-GB CUDA build)
 $PY -m pip install -q "torch==2.13.0"
-$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,test]"
+$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,test]"
 echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"

@@ -132,10 +132,13 @@ def models() -> None:
     except ModelError as exc:
         _fail(exc)
     for m in entries:
-        try:
-            where = str(m.weights_path())
-        except ModelError as exc:
-            where = f"NOT INSTALLED: {exc}"
+        if m.weights.served_name:
+            where = f"served as {m.weights.served_name} at {m.options.get('base_url', '$VCRIME_OPENAI_BASE_URL')}"
+        else:
+            try:
+                where = str(m.weights_path())
+            except ModelError as exc:
+                where = f"NOT INSTALLED: {exc}"
         typer.echo(f"{m.name:<16} {m.backend:<12} {m.vendor}/{m.family}  {where}")
 
 
