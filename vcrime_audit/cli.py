@@ -139,7 +139,7 @@ def models() -> None:
                 where = str(m.weights_path())
             except ModelError as exc:
                 where = f"NOT INSTALLED: {exc}"
-        typer.echo(f"{m.name:<16} {m.backend:<12} {m.vendor}/{m.family}  {where}")
+        typer.echo(f"{m.name:<20} {m.backend:<13} {m.vendor}/{m.family}  {where}")
 
 
 def _add_subcommands() -> None:
