@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .followups_report import audit_followups
+from .followups_stats import FollowupsAudit
 from .harm import Lexicon, classify, default_lexicon
 from .judges import JudgeAudit, judge_audit
 from .load import action_texts, load_audit_input, open_store
@@ -26,6 +28,8 @@ class AuditResult:
     evidence: dict[str, list[dict[str, Any]]]
     """Over-harm run id -> the attacker actions above the goal's allowance and the rules that fired."""
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
+    followups: FollowupsAudit | None = None
+    """Re-judging, behaviour annotation and interrogation (vcrime_audit.audit.followups_stats)."""
 
 
 def harm_evidence(store: Store, metrics: AttackerMetrics, lexicon: Lexicon) -> dict[str, list[dict]]:
@@ -62,6 +66,9 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         judges = judge_audit(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
         seconds["judges"] = time.perf_counter() - start
         evidence = harm_evidence(store, metrics, lexicon)
+        start = time.perf_counter()
+        followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        seconds["followups"] = time.perf_counter() - start
     finally:
         store.db.conn.close()
-    return AuditResult(data, metrics, judges, evidence, seconds)
+    return AuditResult(data, metrics, judges, evidence, seconds, followups)

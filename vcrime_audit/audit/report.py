@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .followups_report import followups_markdown
 from .judges import RELATIONS, JudgeAudit
 from .metrics import PAIRWISE_METRICS, AttackerMetrics, Estimate
 from .pipeline import AuditResult
@@ -176,6 +177,8 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
     lines += _task_table(m)
     lines += [f"![heat map]({figures['heatmap'].relative_to(folder).as_posix()})", ""]
     lines += _judge_sections(result.judges)
+    if result.followups is not None:
+        lines += followups_markdown(result.followups)
     lines += [section for section in other_sections(Path(data.source))]
     lines += ["## Attacker codes", ""] + [f"- {c}: {a}" for a, c in codes(m.attackers).items()] + [""]
     return "\n".join(lines)

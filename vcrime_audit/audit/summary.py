@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import __version__
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
+from .followups_report import followups_json
 from .judges import JudgeAudit
 from .metrics import PAIRWISE_METRICS, AttackerMetrics, Estimate
 from .pipeline import AuditResult
@@ -120,6 +121,7 @@ def summary(result: AuditResult) -> dict[str, Any]:
             "points": {a: {"non_failure": number(m.non_failure_median[a].estimate),
                            "over_harm": number(m.over_harm[a].estimate)} for a in m.attackers}},
         "judge_audit": _judges_json(result.judges),
+        "followups": followups_json(result.followups) if result.followups is not None else None,
     }
 
 

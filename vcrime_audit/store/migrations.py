@@ -72,10 +72,43 @@ def m003_certifications(db: sqlite_utils.Database) -> None:
         foreign_keys=[("certification_id", "certifications", "certification_id")])
 
 
+def m004_followups(db: sqlite_utils.Database) -> None:
+    """Follow-up workflows over finished runs: re-judging (rows go to `judgments` with source
+    'rejudge'), behaviour annotation and post-hoc interrogation, each invocation with its calls."""
+    db["followups"].create({
+        "followup_id": str, "kind": str, "config": str, "inputs_hash": str, "sample": str,
+        "backend": str, "cassette": str, "status": str, "reason": str, "n_items": int,
+        "n_failed": int, "rows_hash": str, "vcrime_version": str, "started_at": str,
+        "finished_at": str,
+    }, pk="followup_id")
+    db["followup_calls"].create({
+        "followup_id": str, "seq": int, "item": str, "role": str, "call": str, "attempt": int,
+        "model": str, "request_hash": str, "ok": int, "error": str, "finish_reason": str,
+        "prompt_tokens": int, "completion_tokens": int, "seconds": float,
+    }, pk=("followup_id", "seq"), foreign_keys=[("followup_id", "followups", "followup_id")])
+    db["rejudged_turns"].create({
+        "followup_id": str, "run_id": str, "turn": int, "judge": str, "status": str, "error": str,
+    }, pk=("followup_id", "run_id", "turn"))
+    db["annotations"].create({
+        "annotators": str, "run_id": str, "annotator": str, "dimension": str, "round": int,
+        "score": int, "reason": str, "followup_id": str,
+    }, pk=("annotators", "run_id", "annotator", "dimension", "round"))
+    db["annotation_results"].create({
+        "annotators": str, "run_id": str, "dimension": str, "status": str, "score": int,
+        "followup_id": str,
+    }, pk=("annotators", "run_id", "dimension"))
+    db["interrogations"].create({
+        "run_id": str, "model": str, "condition": str, "executed_turns": int, "valid": int,
+        "refused": int, "admission": int, "credible": int, "answers": str, "error": str,
+        "followup_id": str,
+    }, pk=("run_id", "model", "condition"))
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
+    m004_followups,
 ]
 
 

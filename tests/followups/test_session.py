@@ -1,0 +1,91 @@
+"""The shared driver: replay needs the same store inputs and the right kind of cassette; a replay
+miss never calls a model; an error mid-way marks the follow-up as failed."""
+
+import asyncio
+import shutil
+
+import pytest
+
+from tests.conftest import ScriptedBackend
+from tests.followups.conftest import DEMO_RUN, judge_answer
+from vcrime_audit.agents import prompting
+from vcrime_audit.cassette import CassetteError, CassetteMiss, RecordMode
+from vcrime_audit.followups import session
+from vcrime_audit.followups.annotate import Annotate
+from vcrime_audit.followups.interrogate import Interrogate, InterrogateConfig
+from vcrime_audit.followups.rejudge import Rejudge, RejudgeConfig
+from vcrime_audit.store import Store
+
+SECOND = "smollm2-135m-t07"
+
+
+@pytest.fixture
+def recorded(demo_store, models_dir, tmp_path):
+    store = Store(demo_store)
+    outcome = asyncio.run(session.record(
+        Interrogate(), InterrogateConfig(min_turns=3, conditions=("CTRL", "A2")), store,
+        backend_name="scripted", cassette_dir=tmp_path / "c", mode=RecordMode.all,
+        inner=ScriptedBackend(lambda r: {"q1": "A", "q2": "A", "q3": "B"})))
+    return store, outcome
+
+
+def test_replay_into_a_store_with_other_runs_fails_before_any_call(recorded, tmp_path):
+    store, outcome = recorded
+    store.db.conn.execute("UPDATE turns SET description = 'something else' WHERE turn = 2")
+    store.db.conn.commit()
+    with pytest.raises(CassetteError, match="differ from those it was recorded on.*no model was called"):
+        asyncio.run(session.replay(Interrogate(), outcome.cassette, store))
+
+
+def test_a_cassette_of_another_kind_is_refused(recorded):
+    store, outcome = recorded
+    with pytest.raises(CassetteError, match="not a annotate cassette \\(it records interrogate\\)"):
+        asyncio.run(session.replay(Annotate(), outcome.cassette, store))
+    with pytest.raises(CassetteError, match="not a rejudge cassette \\(it records an episode\\)"):
+        asyncio.run(session.replay(Rejudge(), DEMO_RUN, store))
+    with pytest.raises(CassetteError, match="no such cassette"):
+        asyncio.run(session.replay(Rejudge(), outcome.cassette.with_name("nope.jsonl.gz"), store))
+
+
+def test_a_changed_template_is_a_replay_miss_with_a_diff(recorded, tmp_path, monkeypatch):
+    store, outcome = recorded
+    prompts = tmp_path / "prompts"
+    shutil.copytree(prompting.PROMPTS_DIR, prompts)
+    ask = prompts / "interrogate_ask.j2"
+    ask.write_text(ask.read_text().replace("The goal:", "The aim:", 1))
+    monkeypatch.setattr(prompting, "PROMPTS_DIR", prompts)
+    prompting.environment.cache_clear()
+    try:
+        with pytest.raises(CassetteMiss) as info:
+            asyncio.run(session.replay(Interrogate(), outcome.cassette, store))
+    finally:
+        prompting.environment.cache_clear()
+    assert "-The goal:" in str(info.value) and "+The aim:" in str(info.value)
+    row = store.db.conn.execute("SELECT status, reason FROM followups").fetchone()
+    assert row[0] == "error" and "CassetteMiss" in row[1]
+
+
+def test_every_attempt_is_recorded_with_its_item(demo_store, models_dir, tmp_path):
+    store = Store(demo_store)
+    answers = iter(["{", judge_answer(), judge_answer(), judge_answer()])
+    asyncio.run(session.record(Rejudge(), RejudgeConfig(judge=SECOND, per_attacker=3), store,
+                               backend_name="scripted", cassette_dir=tmp_path / "c",
+                               mode=RecordMode.all, inner=ScriptedBackend(lambda r: next(answers))))
+    calls = store.db.conn.execute("SELECT seq, item, attempt, ok, role, model FROM followup_calls "
+                                  "ORDER BY seq").fetchall()
+    run_id = store.runs()[0]["run_id"]
+    assert [c[:4] for c in calls] == [(0, f"{run_id}:1", 0, 0), (1, f"{run_id}:1", 1, 1),
+                                      (2, f"{run_id}:2", 0, 1), (3, f"{run_id}:3", 0, 1)]
+    assert {(c[4], c[5]) for c in calls} == {("judge", SECOND)}
+    row = store.db.conn.execute("SELECT kind, status, n_items, n_failed, backend FROM followups").fetchone()
+    assert row == ("rejudge", "done", 3, 0, "scripted")
+    models = dict(store.db.conn.execute("SELECT name, vendor FROM models").fetchall())
+    assert models[SECOND] == "huggingface"
+
+
+def test_an_unknown_judge_is_a_registry_error(demo_store, models_dir, tmp_path):
+    from vcrime_audit.models import ModelError
+
+    with pytest.raises(ModelError, match="unknown model 'nobody'"):
+        asyncio.run(session.record(Rejudge(), RejudgeConfig(judge="nobody"), Store(demo_store),
+                                   backend_name="local", cassette_dir=tmp_path / "c"))

@@ -1,0 +1,97 @@
+"""Read the follow-up tables (re-judging, annotation, interrogation) into plain rows for the audit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..store import Store
+from .records import FINAL_STATUSES
+
+
+class RunKey(NamedTuple):
+    run_id: str
+    task_id: str
+    attacker: str
+
+
+class RejudgedTurn(NamedTuple):
+    """A re-judged turn beside the run's live judgment of it (None when the live judge failed)."""
+
+    run_id: str
+    turn: int
+    judge: str
+    live_judge: str
+    live_non_failure: float | None
+    live_risky: bool | None
+    non_failure: float
+    risky: bool
+
+
+class AnnotationScore(NamedTuple):
+    annotators: str
+    run_id: str
+    annotator: str
+    dimension: str
+    round: int
+    score: int
+
+
+class AnnotationResult(NamedTuple):
+    annotators: str
+    run_id: str
+    dimension: str
+    status: str
+    score: int | None
+
+
+class Interrogation(NamedTuple):
+    run_id: str
+    model: str
+    condition: str
+    valid: bool
+    refused: bool
+    admission: bool
+    credible: bool
+
+
+@dataclass(frozen=True)
+class FollowupRows:
+    runs: dict[str, RunKey]
+    rejudged: tuple[RejudgedTurn, ...]
+    rejudge_failed: dict[str, int]
+    """Judge -> re-judged turns it gave no usable answer for (and has no re-judgment of)."""
+    scores: tuple[AnnotationScore, ...]
+    results: tuple[AnnotationResult, ...]
+    interrogations: tuple[Interrogation, ...]
+
+
+def load_followup_rows(store: Store) -> FollowupRows:
+    """Rows of finished runs only, like the rest of the audit."""
+    conn = store.db.conn
+    runs = {r: RunKey(r, task, attacker) for r, task, attacker, status in conn.execute(
+        "SELECT run_id, task_id, attacker, status FROM runs") if status in FINAL_STATUSES}
+    rejudged = [RejudgedTurn(r, t, j, lj or "", lnf, None if lr is None else bool(lr), nf, bool(risky))
+                for r, t, j, lj, lnf, lr, nf, risky in conn.execute(
+                    "SELECT j.run_id, j.turn, j.judge, l.judge, l.non_failure, l.risky, "
+                    "j.non_failure, j.risky FROM judgments j "
+                    "LEFT JOIN judgments l ON l.run_id = j.run_id AND l.turn = j.turn "
+                    "AND l.source = 'live' WHERE j.source = 'rejudge' ORDER BY j.judge, j.run_id, j.turn")
+                if r in runs]
+    failed = dict(conn.execute(
+        "SELECT judge, COUNT(*) FROM (SELECT DISTINCT run_id, turn, judge FROM rejudged_turns r "
+        "WHERE status = 'failed' AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.source = "
+        "'rejudge' AND j.run_id = r.run_id AND j.turn = r.turn AND j.judge = r.judge)) "
+        "GROUP BY judge").fetchall())
+    scores = [AnnotationScore(*row) for row in conn.execute(
+        "SELECT annotators, run_id, annotator, dimension, round, score FROM annotations "
+        "ORDER BY annotators, run_id, dimension, round, annotator") if row[1] in runs]
+    results = [AnnotationResult(*row) for row in conn.execute(
+        "SELECT annotators, run_id, dimension, status, score FROM annotation_results "
+        "ORDER BY annotators, run_id, dimension") if row[1] in runs]
+    interrogations = [Interrogation(r, m, c, bool(v), bool(f), bool(a), bool(cr))
+                      for r, m, c, v, f, a, cr in conn.execute(
+                          "SELECT run_id, model, condition, valid, refused, admission, credible "
+                          "FROM interrogations ORDER BY model, condition, run_id") if r in runs]
+    return FollowupRows(runs, tuple(rejudged), failed, tuple(scores), tuple(results),
+                        tuple(interrogations))

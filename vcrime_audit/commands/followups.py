@@ -1,0 +1,164 @@
+"""`vcrime-audit rejudge | annotate | interrogate`: follow-up workflows over finished runs.
+
+Mounted in cli.py with ``app.command()(rejudge)``, ``app.command()(annotate)`` and
+``app.command()(interrogate)``. Each records its model calls to ``cassettes/<kind>-<id>.jsonl.gz``
+or, with ``--replay CASSETTE``, replays one into the store with no model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..followups.interrogate import DEFAULT_MIN_TURNS
+from ..followups.rejudge import DEFAULT_PER_ATTACKER
+from ..followups.session import DEFAULT_CASSETTES
+
+if TYPE_CHECKING:
+    from ..followups.session import FollowupOutcome, Workflow
+
+DB_HELP = "SQLite store with finished runs (from `vcrime-audit run` / `replay` / `study`)."
+REPLAY_HELP = ("Replay this cassette instead (no model; the options it was recorded with come from "
+               "the cassette) into --db, which must hold the runs it was recorded on.")
+Db = Annotated[Path, typer.Option("--db", help=DB_HELP)]
+Backend = Annotated[str, typer.Option(help="Backend that serves the models (local, vllm, openai, ...).")]
+CassetteDir = Annotated[Path, typer.Option(help="Where the cassette goes.")]
+RecordModeOpt = Annotated[str, typer.Option(help="once | new | none | all (as in vcrpy).")]
+Replay = Annotated[Path | None, typer.Option(help=REPLAY_HELP)]
+MaxTokens = Annotated[int | None, typer.Option(help="Most tokens per answer (default: the model entry's).")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _known_errors() -> tuple[type[Exception], ...]:
+    from ..backends.base import BackendError
+    from ..cassette import CassetteError, CassetteMiss
+    from ..models import ModelError
+    from ..store.db import StoreError
+
+    return BackendError, CassetteError, CassetteMiss, ModelError, StoreError, ValueError
+
+
+def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, cassette_dir: Path,
+             record_mode: str, replay: Path | None) -> FollowupOutcome:
+    from ..cassette import RecordMode
+    from ..followups import session
+    from ..store import Store
+
+    if not db.is_file():
+        _fail(f"{db}: no store at this path; fix: pass --db with a store that holds finished runs "
+              "(e.g. `vcrime-audit replay cassettes/<run>.jsonl.gz --db STORE`)")
+    if record_mode not in RecordMode.__members__:
+        _fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
+    try:
+        store = Store(db)
+        if replay is not None:
+            return asyncio.run(session.replay(workflow, replay, store))
+        return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,
+                                          cassette_dir=cassette_dir, mode=RecordMode(record_mode)))
+    except _known_errors() as exc:
+        _fail(str(exc))
+    raise AssertionError("unreachable")
+
+
+def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
+    typer.echo(f"{outcome.kind:<11} {outcome.followup_id}: {outcome.n_items} {what}, "
+               f"{outcome.n_failed} without a usable answer")
+    typer.echo(f"store     {outcome.store}")
+    typer.echo(f"cassette  {outcome.cassette}")
+    typer.echo(f"calls     {outcome.model_calls} to a model, {outcome.replayed_calls} replayed; "
+               f"{seconds:.1f} s")
+    typer.echo(f"rows hash {outcome.rows_hash}")
+    if outcome.recorded_hash is None:
+        return
+    if outcome.identical:
+        typer.echo(f"identical rows: hash {outcome.rows_hash} matches the recording")
+    else:
+        typer.echo(f"different rows: recorded {outcome.recorded_hash}, got {outcome.rows_hash}",
+                   err=True)
+        raise typer.Exit(1)
+
+
+def rejudge(
+    db: Db,
+    judge: Annotated[str | None, typer.Option(
+        help="Judge model (local_models/); turns it already judged live are left out.")] = None,
+    per_attacker: Annotated[int, typer.Option(
+        help="Turns sampled per attacker (all when fewer).")] = DEFAULT_PER_ATTACKER,
+    seed: Annotated[int, typer.Option(help="Sampling seed (the sample is stored).")] = 0,
+    max_tokens: MaxTokens = None,
+    backend: Backend = "local",
+    cassette_dir: CassetteDir = DEFAULT_CASSETTES,
+    record_mode: RecordModeOpt = "once",
+    replay: Replay = None,
+) -> None:
+    """Re-score recorded turns with another judge; actions and world states stay as recorded."""
+    from ..followups.rejudge import Rejudge, RejudgeConfig
+
+    if judge is None and replay is None:
+        _fail("pass --judge MODEL (or --replay CASSETTE)")
+    started = time.perf_counter()
+    outcome = _execute(Rejudge(), lambda: RejudgeConfig(judge=judge or "", per_attacker=per_attacker,
+                                                         seed=seed, max_tokens=max_tokens),
+                       db, backend, cassette_dir, record_mode, replay)
+    population = ", ".join(f"{a} {n}" for a, n in outcome.sample.get("population", {}).items())
+    typer.echo(f"sample    {len(outcome.sample.get('turns', []))} turn(s) of population "
+               f"[{population}]; {outcome.sample.get('excluded_judged_live_by_this_judge', 0)} "
+               "left out (judged live by this judge)")
+    _report(outcome, "turn(s) re-judged", time.perf_counter() - started)
+
+
+def annotate(
+    db: Db,
+    annotators: Annotated[str | None, typer.Option(
+        help="Two annotator models, comma-separated: A,B.")] = None,
+    max_tokens: MaxTokens = None,
+    backend: Backend = "local",
+    cassette_dir: CassetteDir = DEFAULT_CASSETTES,
+    record_mode: RecordModeOpt = "once",
+    replay: Replay = None,
+) -> None:
+    """Score each run's attacker actions on deception, collaboration, anti-forensics and technical
+    sophistication (1-5); two annotators, one reconciliation round."""
+    from ..followups.annotate import Annotate, AnnotateConfig
+
+    if annotators is None and replay is None:
+        _fail("pass --annotators A,B (or --replay CASSETTE)")
+    names = tuple((annotators or ",").split(","))
+    started = time.perf_counter()
+    outcome = _execute(Annotate(), lambda: AnnotateConfig(annotators=names, max_tokens=max_tokens),
+                       db, backend, cassette_dir, record_mode, replay)
+    _report(outcome, "run(s) annotated", time.perf_counter() - started)
+
+
+def interrogate(
+    db: Db,
+    conditions: Annotated[str, typer.Option(
+        help="Framing conditions, comma-separated (A: how real the log is said to be; "
+             "B1: the plan was the model's own).")] = "CTRL,B1,A1,A1B1,A2,A2B1",
+    min_turns: Annotated[int, typer.Option(
+        help="Only runs with at least this many executed turns (the paper: 10).")] = DEFAULT_MIN_TURNS,
+    max_tokens: MaxTokens = None,
+    backend: Backend = "local",
+    cassette_dir: CassetteDir = DEFAULT_CASSETTES,
+    record_mode: RecordModeOpt = "once",
+    replay: Replay = None,
+) -> None:
+    """Hand each run's action log back to its attacker with three closed questions per framing
+    condition; record admission, refusal and credibility of the reality claim."""
+    from ..followups.interrogate import Interrogate, InterrogateConfig
+
+    started = time.perf_counter()
+    outcome = _execute(Interrogate(), lambda: InterrogateConfig(
+        conditions=tuple(conditions.split(",")), min_turns=min_turns, max_tokens=max_tokens),
+        db, backend, cassette_dir, record_mode, replay)
+    typer.echo(f"sample    {len(outcome.sample.get('runs', []))} run(s); "
+               f"{len(outcome.sample.get('too_short', {}))} with fewer executed turns left out")
+    _report(outcome, "interrogation(s) (run x condition)", time.perf_counter() - started)

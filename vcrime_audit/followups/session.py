@@ -1,0 +1,253 @@
+"""The driver every follow-up shares: cassette (record or replay), recorded calls, its `followups`
+row, a hash of the rows it wrote, and the outcome the command prints.
+
+A workflow says what it reads (``prepare``), which models it needs, what it does with a session
+(``work``), and which rows are its result (``result_rows``); this module does the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from .. import __version__
+from ..agents.calling import CallRecord, call_structured
+from ..backends.base import Message, ModelBackend
+from ..backends.registry import make_backend
+from ..canonical import canonical_json, content_hash
+from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..models import ModelEntry, get_model
+from ..store import Store
+
+META_KIND = "followup"
+DEFAULT_CASSETTES = Path("cassettes")
+T = TypeVar("T", bound=BaseModel)
+C = TypeVar("C")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def with_role_sampling(entry: ModelEntry, role: str, **overrides: Any) -> ModelEntry:
+    """A copy of ``entry`` whose sampling for ``role`` has ``overrides`` (``None`` values dropped)."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if not given:
+        return entry
+    sampling = {**entry.sampling, role: {**entry.sampling.get(role, {}), **given}}
+    return entry.model_copy(update={"sampling": sampling})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a follow-up will work on: items, a hash of every input its requests depend on, and
+    the sample description stored with it."""
+
+    items: list[Any]
+    inputs_hash: str
+    sample: dict[str, Any]
+    models: list[str]
+
+
+@dataclass
+class FollowupOutcome:
+    followup_id: str
+    kind: str
+    store: Path
+    cassette: Path
+    rows_hash: str
+    n_items: int
+    n_failed: int
+    model_calls: int
+    replayed_calls: int
+    sample: dict[str, Any] = field(default_factory=dict)
+    recorded_hash: str | None = None
+
+    @property
+    def identical(self) -> bool | None:
+        return None if self.recorded_hash is None else self.recorded_hash == self.rows_hash
+
+
+class Session:
+    """Structured calls through the cassette; every attempt lands in ``followup_calls``."""
+
+    def __init__(self, store: Store, followup_id: str, cassette: Cassette,
+                 inner: ModelBackend | None) -> None:
+        self.store, self.followup_id, self.cassette = store, followup_id, cassette
+        self.backend = RecordingBackend(cassette, inner)
+        self.seq = 0
+
+    async def call(self, entry: ModelEntry, *, item: str, role: str, call: str,
+                   messages: list[Message], output_model: type[T], schema: dict[str, Any],
+                   seed: int, check: Callable[[T], str | None] | None = None) -> T:
+        """One structured call (with its retries); raises ModelOutputError when none is usable."""
+        records: list[CallRecord] = []
+        try:
+            return await call_structured(self.backend, entry, role=role, call=call,
+                                         messages=messages, output_model=output_model,
+                                         schema=schema, seed=seed, check=check, records=records)
+        finally:
+            self._save(item, records)
+
+    def _save(self, item: str, records: list[CallRecord]) -> None:
+        rows = []
+        for record in records:
+            rows.append({"followup_id": self.followup_id, "seq": self.seq, "item": item,
+                         **asdict(record), "ok": int(record.ok)})
+            self.seq += 1
+        if rows:
+            with self.store.db.conn:
+                self.store._insert("followup_calls", rows)
+        if self.cassette.recording:
+            self.cassette.save()
+
+
+class Workflow(ABC, Generic[C]):
+    """One kind of follow-up."""
+
+    kind: ClassVar[str]
+
+    @staticmethod
+    @abstractmethod
+    def config_from(data: dict[str, Any]) -> C: ...
+
+    @abstractmethod
+    def prepare(self, store: Store, config: C) -> Prepared: ...
+
+    @abstractmethod
+    def clear(self, store: Store, followup_id: str) -> None:
+        """Delete the rows an earlier attempt of this follow-up wrote."""
+
+    @abstractmethod
+    async def work(self, session: Session, config: C, prepared: Prepared,
+                   entries: dict[str, ModelEntry]) -> int:
+        """Do the calls and write the rows; return how many items failed (no usable answer)."""
+
+    @abstractmethod
+    def result_rows(self, store: Store, followup_id: str) -> dict[str, list[dict[str, Any]]]:
+        """The rows that make up this follow-up's result (hashed for replay checks)."""
+
+
+def followup_id(kind: str, config: dict[str, Any], inputs_hash: str) -> str:
+    return f"{kind}-{content_hash({'config': config, 'inputs': inputs_hash}, 4)}"
+
+
+def rows_hash(rows: dict[str, list[dict[str, Any]]]) -> str:
+    return content_hash(rows)
+
+
+def _entries_from_meta(cassette: Cassette, kind: str) -> dict[str, ModelEntry]:
+    meta = cassette.meta
+    if meta.get("kind") != META_KIND or meta.get("followup") != kind:
+        found = meta.get("followup") or meta.get("kind") or "an episode"
+        raise CassetteError(f"{cassette.path}: not a {kind} cassette (it records {found}); fix: pass "
+                            f"a cassette written by `vcrime-audit {kind}`")
+    missing = [k for k in ("config", "inputs_hash", "models") if k not in meta]
+    if missing:
+        raise CassetteError(f"{cassette.path}: header.meta lacks {', '.join(missing)}; fix: "
+                            "re-record the cassette")
+    return {n: ModelEntry.model_validate(e) for n, e in meta["models"].items()}
+
+
+def _check_inputs(cassette: Cassette, store: Store, kind: str, inputs_hash: str) -> None:
+    if cassette.meta["inputs_hash"] != inputs_hash:
+        raise CassetteError(
+            f"{cassette.path}: the {kind} inputs in {store.path} (hash {inputs_hash}) differ from "
+            f"those it was recorded on (hash {cassette.meta['inputs_hash']}); no model was called; "
+            "fix: replay into the store the recording was made on (for the committed cassettes: "
+            "`vcrime-audit replay cassettes/robotics_company__data_theft-*.jsonl.gz --db STORE`)")
+
+
+async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,
+                 cassette_dir: Path = DEFAULT_CASSETTES, mode: RecordMode = RecordMode.once,
+                 inner: ModelBackend | None = None) -> FollowupOutcome:
+    """Run a follow-up on ``store``; calls go through ``<cassette_dir>/<followup id>.jsonl.gz``.
+
+    ``inner`` (default: the registry's backend ``backend_name``) is closed at the end.
+    """
+    prepared = workflow.prepare(store, config)
+    config_json = _config_json(config)
+    fid = followup_id(workflow.kind, config_json, prepared.inputs_hash)
+    cassette = Cassette(Path(cassette_dir) / f"{fid}.jsonl.gz", mode)
+    if cassette.meta:
+        entries = _entries_from_meta(cassette, workflow.kind)
+        _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
+    else:
+        entries = {name: get_model(name) for name in sorted(set(prepared.models))}
+        cassette.meta = {"kind": META_KIND, "followup": workflow.kind, "config": config_json,
+                         "inputs_hash": prepared.inputs_hash, "sample": prepared.sample,
+                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "vcrime_version": __version__, "fingerprints": {}}
+    if cassette.recording and inner is None:
+        inner = make_backend(backend_name, entries)
+    return await _play(workflow, config, prepared, fid, store, cassette,
+                       inner if cassette.recording else None, entries, backend_name)
+
+
+async def replay(workflow: Workflow[C], cassette_file: Path, store: Store) -> FollowupOutcome:
+    """Re-run a recorded follow-up on ``store`` from its cassette alone: no model, no registry."""
+    if not Path(cassette_file).is_file():
+        raise CassetteError(f"{cassette_file}: no such cassette; fix: pass the path of a "
+                            f"{workflow.kind}-*.jsonl.gz file")
+    cassette = Cassette(Path(cassette_file), RecordMode.none)
+    entries = _entries_from_meta(cassette, workflow.kind)
+    config = workflow.config_from(cassette.meta["config"])
+    prepared = workflow.prepare(store, config)
+    _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
+    fid = followup_id(workflow.kind, _config_json(config), prepared.inputs_hash)
+    return await _play(workflow, config, prepared, fid, store, cassette, None, entries, "replay")
+
+
+def _config_json(config: Any) -> dict[str, Any]:
+    """The config as plain JSON data (tuples as lists), as the cassette header stores it."""
+    return json.loads(canonical_json(asdict(config)))
+
+
+async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, store: Store,
+                cassette: Cassette, inner: ModelBackend | None, entries: dict[str, ModelEntry],
+                backend_name: str) -> FollowupOutcome:
+    session = Session(store, fid, cassette, inner)
+    with store.db.conn:
+        workflow.clear(store, fid)
+        store.db.conn.execute("DELETE FROM followup_calls WHERE followup_id = ?", [fid])
+        store.db.conn.execute("DELETE FROM followups WHERE followup_id = ?", [fid])
+        store._insert("followups", [{
+            "followup_id": fid, "kind": workflow.kind, "config": canonical_json(asdict(config)),
+            "inputs_hash": prepared.inputs_hash, "sample": canonical_json(prepared.sample),
+            "backend": backend_name, "cassette": str(cassette.path), "status": "running",
+            "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
+            "vcrime_version": __version__, "started_at": _now(), "finished_at": None}])
+        store._insert("models", [{"name": e.name, "family": e.family, "vendor": e.vendor,
+                                  "source": "registry"} for e in entries.values()], replace=True)
+    try:
+        n_failed = await workflow.work(session, config, prepared, entries)
+    except Exception as exc:
+        _finish(store, fid, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
+                finished_at=_now())
+        raise
+    finally:
+        await session.backend.aclose()
+    digest = rows_hash(workflow.result_rows(store, fid))
+    _finish(store, fid, status="done", n_failed=n_failed, rows_hash=digest, finished_at=_now())
+    recorded = (cassette.summary or {}).get("rows_hash")
+    if cassette.recording:
+        cassette.summary = {"type": "summary", "followup_id": fid, "rows_hash": digest,
+                            "n_items": len(prepared.items), "n_failed": n_failed}
+        cassette.save()
+    return FollowupOutcome(fid, workflow.kind, store.path, cassette.path, digest, len(prepared.items),
+                           n_failed, session.backend.model_calls, session.backend.replayed,
+                           prepared.sample, recorded)
+
+
+def _finish(store: Store, fid: str, **fields: Any) -> None:
+    sets = ", ".join(f"[{k}] = ?" for k in fields)
+    with store.db.conn:
+        store.db.conn.execute(f"UPDATE followups SET {sets} WHERE followup_id = ?",
+                              [*fields.values(), fid])
