@@ -89,3 +89,44 @@ def test_an_unknown_judge_is_a_registry_error(demo_store, models_dir, tmp_path):
     with pytest.raises(ModelError, match="unknown model 'nobody'"):
         asyncio.run(session.record(Rejudge(), RejudgeConfig(judge="nobody"), Store(demo_store),
                                    backend_name="local", cassette_dir=tmp_path / "c"))
+
+
+class SlowBackend(ScriptedBackend):
+    """Answers after a pause, counting how many requests are in flight at once."""
+
+    def __init__(self, answer):
+        super().__init__(answer)
+        self.in_flight = self.most = 0
+
+    async def generate(self, request):
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await asyncio.sleep(0.01)
+        try:
+            return await super().generate(request)
+        finally:
+            self.in_flight -= 1
+
+
+def test_concurrency_changes_no_result(demo_store_file, models_dir, tmp_path):
+    def answer(request):
+        return {"q1": "A", "q2": "B" if "No user" in request.messages[-1].content else "A",
+                "q3": "A" if "record of real events" in request.messages[-1].content else "C"}
+
+    hashes, rows = [], []
+    for concurrency in (1, 3):
+        store = Store(shutil.copy(demo_store_file, tmp_path / f"c{concurrency}.sqlite"))
+        backend = SlowBackend(answer)
+        outcome = asyncio.run(session.record(
+            Interrogate(), InterrogateConfig(min_turns=3), store, backend_name="scripted",
+            cassette_dir=tmp_path / f"cassettes{concurrency}", mode=RecordMode.all, inner=backend,
+            concurrency=concurrency))
+        assert backend.most == concurrency and len(backend.calls) == 6
+        hashes.append(outcome.rows_hash)
+        rows.append(store.db.conn.execute("SELECT condition, answers FROM interrogations "
+                                          "ORDER BY condition").fetchall())
+        assert asyncio.run(session.replay(Interrogate(), outcome.cassette, store)).identical
+    assert hashes[0] == hashes[1] and rows[0] == rows[1]
+    with pytest.raises(ValueError, match="--concurrency must be at least 1"):
+        asyncio.run(session.record(Interrogate(), InterrogateConfig(min_turns=3), store,
+                                   backend_name="scripted", concurrency=0))

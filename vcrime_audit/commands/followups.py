@@ -30,6 +30,9 @@ CassetteDir = Annotated[Path, typer.Option(help="Where the cassette goes.")]
 RecordModeOpt = Annotated[str, typer.Option(help="once | new | none | all (as in vcrpy).")]
 Replay = Annotated[Path | None, typer.Option(help=REPLAY_HELP)]
 MaxTokens = Annotated[int | None, typer.Option(help="Most tokens per answer (default: the model entry's).")]
+Concurrency = Annotated[int, typer.Option(
+    help="Calls in flight at once (a batching backend such as vllm serves them together); "
+         "changes no result.")]
 
 
 def _fail(message: str) -> None:
@@ -47,7 +50,7 @@ def _known_errors() -> tuple[type[Exception], ...]:
 
 
 def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, cassette_dir: Path,
-             record_mode: str, replay: Path | None) -> FollowupOutcome:
+             record_mode: str, replay: Path | None, concurrency: int) -> FollowupOutcome:
     from ..cassette import RecordMode
     from ..followups import session
     from ..store import Store
@@ -62,7 +65,8 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
         if replay is not None:
             return asyncio.run(session.replay(workflow, replay, store))
         return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,
-                                          cassette_dir=cassette_dir, mode=RecordMode(record_mode)))
+                                          cassette_dir=cassette_dir, mode=RecordMode(record_mode),
+                                          concurrency=concurrency))
     except _known_errors() as exc:
         _fail(str(exc))
     raise AssertionError("unreachable")
@@ -95,6 +99,7 @@ def rejudge(
     seed: Annotated[int, typer.Option(help="Sampling seed (the sample is stored).")] = 0,
     max_tokens: MaxTokens = None,
     backend: Backend = "local",
+    concurrency: Concurrency = 1,
     cassette_dir: CassetteDir = DEFAULT_CASSETTES,
     record_mode: RecordModeOpt = "once",
     replay: Replay = None,
@@ -107,7 +112,7 @@ def rejudge(
     started = time.perf_counter()
     outcome = _execute(Rejudge(), lambda: RejudgeConfig(judge=judge or "", per_attacker=per_attacker,
                                                          seed=seed, max_tokens=max_tokens),
-                       db, backend, cassette_dir, record_mode, replay)
+                       db, backend, cassette_dir, record_mode, replay, concurrency)
     population = ", ".join(f"{a} {n}" for a, n in outcome.sample.get("population", {}).items())
     typer.echo(f"sample    {len(outcome.sample.get('turns', []))} turn(s) of population "
                f"[{population}]; {outcome.sample.get('excluded_judged_live_by_this_judge', 0)} "
@@ -121,6 +126,7 @@ def annotate(
         help="Two annotator models, comma-separated: A,B.")] = None,
     max_tokens: MaxTokens = None,
     backend: Backend = "local",
+    concurrency: Concurrency = 1,
     cassette_dir: CassetteDir = DEFAULT_CASSETTES,
     record_mode: RecordModeOpt = "once",
     replay: Replay = None,
@@ -134,7 +140,7 @@ def annotate(
     names = tuple((annotators or ",").split(","))
     started = time.perf_counter()
     outcome = _execute(Annotate(), lambda: AnnotateConfig(annotators=names, max_tokens=max_tokens),
-                       db, backend, cassette_dir, record_mode, replay)
+                       db, backend, cassette_dir, record_mode, replay, concurrency)
     _report(outcome, "run(s) annotated", time.perf_counter() - started)
 
 
@@ -147,6 +153,7 @@ def interrogate(
         help="Only runs with at least this many executed turns (the paper: 10).")] = DEFAULT_MIN_TURNS,
     max_tokens: MaxTokens = None,
     backend: Backend = "local",
+    concurrency: Concurrency = 1,
     cassette_dir: CassetteDir = DEFAULT_CASSETTES,
     record_mode: RecordModeOpt = "once",
     replay: Replay = None,
@@ -158,7 +165,7 @@ def interrogate(
     started = time.perf_counter()
     outcome = _execute(Interrogate(), lambda: InterrogateConfig(
         conditions=tuple(conditions.split(",")), min_turns=min_turns, max_tokens=max_tokens),
-        db, backend, cassette_dir, record_mode, replay)
+        db, backend, cassette_dir, record_mode, replay, concurrency)
     typer.echo(f"sample    {len(outcome.sample.get('runs', []))} run(s); "
                f"{len(outcome.sample.get('too_short', {}))} with fewer executed turns left out")
     _report(outcome, "interrogation(s) (run x condition)", time.perf_counter() - started)

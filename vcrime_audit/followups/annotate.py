@@ -143,11 +143,10 @@ class Annotate(Workflow[AnnotateConfig]):
                    entries: dict[str, ModelEntry]) -> int:
         who = {n: with_role_sampling(entries[n], ROLE, max_tokens=config.max_tokens)
                for n in config.annotators}
-        failed = 0
-        for item in prepared.items:
-            statuses = await self._annotate_run(session, config, who, item)
-            failed += MISSING in statuses
-        return failed
+        async def one(item: RunActions) -> bool:
+            return MISSING in await self._annotate_run(session, config, who, item)
+
+        return sum(await session.each(prepared.items, one))
 
     async def _annotate_run(self, session: Session, config: AnnotateConfig,
                             who: dict[str, ModelEntry], item: RunActions) -> list[str]:

@@ -166,9 +166,10 @@ class Interrogate(Workflow[InterrogateConfig]):
 
     async def work(self, session: Session, config: InterrogateConfig, prepared: Prepared,
                    entries: dict[str, ModelEntry]) -> int:
-        failed = 0
         schema = decoding_schema(Answers)
-        for log, condition in prepared.items:
+
+        async def one(item: tuple[RunLog, str]) -> bool:
+            log, condition = item
             run = log.run
             entry = with_role_sampling(entries[run.attacker], ROLE, max_tokens=config.max_tokens)
             error, answers = "", None
@@ -179,7 +180,7 @@ class Interrogate(Workflow[InterrogateConfig]):
                     seed=derive_seed(run.seed, run.task_id, 0, f"interrogate.{condition}"))
                 answers = parsed.model_dump()
             except ModelOutputError as exc:
-                failed, error = failed + 1, str(exc)
+                error = str(exc)
             verdict = classify(answers)
             with session.store.db.conn:
                 session.store._insert("interrogations", [{
@@ -189,7 +190,9 @@ class Interrogate(Workflow[InterrogateConfig]):
                     "credible": int(verdict.credible),
                     "answers": canonical_json(answers) if answers else None, "error": error,
                     "followup_id": session.followup_id}], replace=True)
-        return failed
+            return answers is None
+
+        return sum(await session.each(prepared.items, one))
 
     def result_rows(self, store: Store, followup_id: str) -> dict[str, list[dict[str, Any]]]:
         return {"interrogations": list(store.db["interrogations"].rows_where(

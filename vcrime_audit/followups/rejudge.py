@@ -105,24 +105,26 @@ class Rejudge(Workflow[RejudgeConfig]):
     async def work(self, session: Session, config: RejudgeConfig, prepared: Prepared,
                    entries: dict[str, ModelEntry]) -> int:
         entry = with_role_sampling(entries[config.judge], "judge", max_tokens=config.max_tokens)
-        store, failed = session.store, 0
-        for turn in prepared.items:
+        store = session.store
+
+        async def one(turn: TurnInput) -> bool:
             key = {"followup_id": session.followup_id, "run_id": turn.run.run_id,
                    "turn": turn.turn, "judge": config.judge}
             try:
                 output = await judge_turn(session, entry, turn)
             except ModelOutputError as exc:
-                failed += 1
                 with store.db.conn:
                     store._insert("rejudged_turns", [{**key, "status": "failed", "error": str(exc)}],
                                   replace=True)
-                continue
+                return True
             with store.db.conn:
                 store._insert("judgments", [judgment_row(turn.run.run_id, turn.turn, config.judge,
                                                          output)], replace=True)
                 store._insert("rejudged_turns", [{**key, "status": "judged", "error": ""}],
                               replace=True)
-        return failed
+            return False
+
+        return sum(await session.each(prepared.items, one))
 
     def result_rows(self, store: Store, followup_id: str) -> dict[str, list[dict[str, Any]]]:
         items = list(store.db["rejudged_turns"].rows_where(

@@ -7,10 +7,11 @@ A workflow says what it reads (``prepare``), which models it needs, what it does
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -30,6 +31,8 @@ META_KIND = "followup"
 DEFAULT_CASSETTES = Path("cassettes")
 T = TypeVar("T", bound=BaseModel)
 C = TypeVar("C")
+Item = TypeVar("Item")
+R = TypeVar("R")
 
 
 def _now() -> str:
@@ -79,10 +82,29 @@ class Session:
     """Structured calls through the cassette; every attempt lands in ``followup_calls``."""
 
     def __init__(self, store: Store, followup_id: str, cassette: Cassette,
-                 inner: ModelBackend | None) -> None:
+                 inner: ModelBackend | None, concurrency: int = 1) -> None:
         self.store, self.followup_id, self.cassette = store, followup_id, cassette
         self.backend = RecordingBackend(cassette, inner)
+        self.concurrency = concurrency
         self.seq = 0
+
+    async def each(self, items: Sequence[Item], work: Callable[[Item], Awaitable[R]]) -> list[R]:
+        """``work`` on every item, at most ``concurrency`` at once (a batching backend such as
+        vLLM then serves them together); the first error cancels the rest."""
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def one(item: Item) -> R:
+            async with semaphore:
+                return await work(item)
+
+        tasks = [asyncio.ensure_future(one(item)) for item in items]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def call(self, entry: ModelEntry, *, item: str, role: str, call: str,
                    messages: list[Message], output_model: type[T], schema: dict[str, Any],
@@ -167,11 +189,15 @@ def _check_inputs(cassette: Cassette, store: Store, kind: str, inputs_hash: str)
 
 async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,
                  cassette_dir: Path = DEFAULT_CASSETTES, mode: RecordMode = RecordMode.once,
-                 inner: ModelBackend | None = None) -> FollowupOutcome:
+                 inner: ModelBackend | None = None, concurrency: int = 1) -> FollowupOutcome:
     """Run a follow-up on ``store``; calls go through ``<cassette_dir>/<followup id>.jsonl.gz``.
 
     ``inner`` (default: the registry's backend ``backend_name``) is closed at the end.
+    ``concurrency`` items are in flight at once; it changes no result, so it is not part of the
+    config (nor of the follow-up id).
     """
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     prepared = workflow.prepare(store, config)
     config_json = _config_json(config)
     fid = followup_id(workflow.kind, config_json, prepared.inputs_hash)
@@ -188,7 +214,7 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
     if cassette.recording and inner is None:
         inner = make_backend(backend_name, entries)
     return await _play(workflow, config, prepared, fid, store, cassette,
-                       inner if cassette.recording else None, entries, backend_name)
+                       inner if cassette.recording else None, entries, backend_name, concurrency)
 
 
 async def replay(workflow: Workflow[C], cassette_file: Path, store: Store) -> FollowupOutcome:
@@ -212,8 +238,8 @@ def _config_json(config: Any) -> dict[str, Any]:
 
 async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, store: Store,
                 cassette: Cassette, inner: ModelBackend | None, entries: dict[str, ModelEntry],
-                backend_name: str) -> FollowupOutcome:
-    session = Session(store, fid, cassette, inner)
+                backend_name: str, concurrency: int = 1) -> FollowupOutcome:
+    session = Session(store, fid, cassette, inner, concurrency)
     with store.db.conn:
         workflow.clear(store, fid)
         store.db.conn.execute("DELETE FROM followup_calls WHERE followup_id = ?", [fid])
