@@ -132,3 +132,17 @@ def test_same_seed_same_trajectory(scripted, smollm, demo_world, seed):
             for _ in range(2)]
     assert [r.draw for r in runs[0]] == [r.draw for r in runs[1]]
     assert runs[0][-1].world_after.to_json() == runs[1][-1].world_after.to_json()
+
+
+def test_raw_control_characters_inside_strings_are_accepted(scripted, smollm, demo_world):
+    judge = judge_answer([("full_success", 1.0)])
+    base = scripted_episode([MOVE], judge)
+
+    def answer(request):
+        if request.call == "plan":
+            return '{"memory": "line one\nline two\tand a tab", "plan": "go"}'
+        return base(request)
+
+    [rec] = play(scripted(answer), smollm, demo_world, max_turns=1)
+    assert rec.plan.memory == "line one\nline two\tand a tab"
+    assert [c.attempt for c in rec.calls if c.call == "plan"] == [0]

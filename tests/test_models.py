@@ -22,8 +22,8 @@ def test_unknown_model_names_the_known_ones():
 
 def test_uninstalled_weights_package_says_how_to_install(tmp_path):
     path = tmp_path / "ghost.yaml"
-    path.write_text("name: ghost\nbackend: local\nfamily: f\nvendor: v\n"
-                    "weights: {package: no_such_weights_pkg, file: w.gguf, install: pip install ghost-weights}\n")
+    path.write_text("name: ghost\nbackend: local\nfamily: f\nvendor: v\nweights: "
+                    "{package: no_such_weights_pkg, file: w.gguf, install: pip install ghost-weights}\n")
     entry = load_model_file(path)
     with pytest.raises(ModelError, match="not installed; fix: pip install ghost-weights"):
         entry.weights_path()

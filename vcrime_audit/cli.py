@@ -133,7 +133,8 @@ def models() -> None:
         _fail(exc)
     for m in entries:
         if m.weights.served_name:
-            where = f"served as {m.weights.served_name} at {m.options.get('base_url', '$VCRIME_OPENAI_BASE_URL')}"
+            url = m.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
+            where = f"served as {m.weights.served_name} at {url}"
         else:
             try:
                 where = str(m.weights_path())
@@ -145,12 +146,16 @@ def models() -> None:
 def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
+    from .commands.followups import annotate, interrogate, rejudge
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
 
     app.add_typer(scenarios_app, name="scenarios")
     app.add_typer(audit_app, name="audit")
     app.command()(certify)
+    app.command()(rejudge)
+    app.command()(annotate)
+    app.command()(interrogate)
     app.command()(study)
     app.command()(merge)
 

@@ -7,8 +7,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .store import Store
-from .store.db import RUN_TABLES, StoreError
+from .store import Store, turn_rows_hash
+from .store.db import FOLLOWUP_RUN_TABLES, RUN_TABLES, StoreError
 
 
 @dataclass
@@ -19,10 +19,18 @@ class MergeReport:
     cassettes_same: int = 0
 
 
-def _content(store: Store, run_id: str) -> dict[str, list[dict]]:
+def _identity(store: Store, run_id: str) -> tuple[dict, str]:
+    """What must agree for two copies of a run to be the same run: its settings and trajectory."""
     run = store.run(run_id) or {}
-    stable = {k: v for k, v in run.items() if k not in ("started_at", "finished_at", "cassette")}
-    return {"run": [stable], **{t: store.rows(t, run_id) for t in RUN_TABLES[1:]}}
+    stable = {k: v for k, v in run.items()
+              if k not in ("started_at", "finished_at", "cassette", "turn_rows_hash")}
+    return stable, turn_rows_hash(store, run_id)
+
+
+def _copy_rows(source: Store, target: Store, run_id: str, tables: tuple[str, ...]) -> None:
+    for table in tables:
+        if table in source.db.table_names():
+            target._insert(table, source.rows(table, run_id), ignore=True)
 
 
 def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
@@ -35,18 +43,18 @@ def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
         source = Store(path)
         for run in source.runs():
             run_id = run["run_id"]
-            if target.run(run_id) is not None:
-                if _content(target, run_id) != _content(source, run_id):
-                    raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; "
-                                     "fix: merge shards of the same study only, or drop one copy")
-                report.runs_same.append(run_id)
-                continue
+            known = target.run(run_id) is not None
+            if known and _identity(target, run_id) != _identity(source, run_id):
+                raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; "
+                                 "fix: merge shards of the same study only, or drop one copy")
             with target.db.conn:
-                for table in RUN_TABLES:
-                    rows = [run] if table == "runs" else source.rows(table, run_id)
-                    target._insert(table, rows)
+                if not known:
+                    target._insert("runs", [run])
+                _copy_rows(source, target, run_id, RUN_TABLES[1:] + FOLLOWUP_RUN_TABLES)
                 target._insert("models", list(source.db["models"].rows), replace=True)
-            report.runs_added.append(run_id)
+                for table in ("followups", "followup_calls"):
+                    target._insert(table, list(source.db[table].rows), ignore=True)
+            (report.runs_same if known else report.runs_added).append(run_id)
     return report
 
 

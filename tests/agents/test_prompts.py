@@ -33,7 +33,8 @@ def rendered(world):
 
 def test_every_template_is_used_by_some_call(world):
     text = "\n".join(_text(m) for m in rendered(world).values())
-    assert len(template_names()) == 10
+    sandbox = [n for n in template_names() if not n.startswith(("annotate_", "interrogate_"))]
+    assert len(sandbox) == 10
     assert "Phase 4 of 4" in text and "Mission:" in text and "The action:" in text
 
 

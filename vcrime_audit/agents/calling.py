@@ -48,7 +48,7 @@ def _problem(text: str, finish_reason: str, output_model: type[T],
     if finish_reason == "length":
         return None, "output truncated at max_tokens"
     try:
-        parsed = output_model.model_validate(json.loads(text))
+        parsed = output_model.model_validate(json.loads(text, strict=False))
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at char {exc.pos})"
     except ValidationError as exc:

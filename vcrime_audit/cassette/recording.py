@@ -11,7 +11,7 @@ from .cassette import Cassette
 
 def parse_json_or_none(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except json.JSONDecodeError:
         return None
 

@@ -32,7 +32,7 @@ def study(
     total = len(grid(spec, part))
     started = time.perf_counter()
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[turns]} turns, {task.fields[rate]:.2f} turns/s"),
+               TextColumn("{task.fields[turns]} turns, {task.fields[rate]:.3f} turns/s"),
                TimeRemainingColumn())
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(f"{spec.name} runs", total=total, turns=0, rate=0.0)

@@ -13,11 +13,12 @@ from typing import Any
 
 from ..agents import judge
 from ..agents.calling import ModelOutputError
-from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
-from ..canonical import canonical_json, content_hash
+from ..agents.judge import JudgeOutput
+from ..canonical import content_hash
 from ..engine import derive_seed
 from ..models import ModelEntry
 from ..store import Store
+from ..store.rows import judgment_row as store_judgment_row
 from .inputs import FollowupInputError, TurnInput, attacker_turns, finished_runs, judge_world
 from .sampling import sample_turns
 from .session import Prepared, Session, Workflow, with_role_sampling
@@ -43,14 +44,7 @@ class RejudgeConfig:
 
 def judgment_row(run_id: str, turn: int, judge_model: str, output: JudgeOutput) -> dict[str, Any]:
     """A `judgments` row like the live one, without an outcome draw (the trajectory is fixed)."""
-    distribution = effective_distribution(output)
-    return {"run_id": run_id, "turn": turn, "judge": judge_model, "source": SOURCE,
-            "dimensions": canonical_json(output.dimensions),
-            "physically_possible": int(output.physically_possible),
-            "raw_outcomes": canonical_json(output.outcomes),
-            "distribution": canonical_json(distribution), "risky": int(output.risky),
-            "non_failure": non_failure(distribution), "catastrophic": catastrophic(distribution),
-            "sampled_outcome": None, "draw": None}
+    return store_judgment_row(run_id, turn, judge_model, output, SOURCE)
 
 
 async def judge_turn(session: Session, entry: ModelEntry, turn: TurnInput) -> JudgeOutput:

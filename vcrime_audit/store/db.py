@@ -17,7 +17,8 @@ from .migrations import migrate
 from .rows import turn_rows
 
 HASHED_TABLES = ("turns", "judgments", "patches")
-RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # every table keyed by run_id
+RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # written with each turn
+FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "interrogations")
 
 
 class StoreError(Exception):
@@ -35,11 +36,12 @@ class Store:
             raise StoreError(f"{self.path}: not a usable SQLite store ({exc}); fix: point --db at "
                              "a vcrime-audit store or a new file") from None
 
-    def _insert(self, table: str, rows: list[dict[str, Any]], replace: bool = False) -> None:
+    def _insert(self, table: str, rows: list[dict[str, Any]], replace: bool = False,
+                ignore: bool = False) -> None:
         if not rows:
             return
         columns = list(rows[0])
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE" if ignore else "INSERT"
         sql = (f"{verb} INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
                f"VALUES ({', '.join('?' for _ in columns)})")
         self.db.conn.executemany(sql, [[row[c] for c in columns] for row in rows])
@@ -66,7 +68,7 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         with self.db.conn:
-            for table in (*RUN_TABLES[1:], "runs"):
+            for table in (*FOLLOWUP_RUN_TABLES, *RUN_TABLES[1:], "runs"):
                 self.db.conn.execute(f"DELETE FROM [{table}] WHERE run_id = ?", [run_id])
 
     def run(self, run_id: str) -> dict[str, Any] | None:
@@ -76,16 +78,20 @@ class Store:
     def runs(self) -> list[dict[str, Any]]:
         return list(self.db["runs"].rows_where(order_by="started_at, run_id"))
 
-    def rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+    def rows(self, table: str, run_id: str, where: str = "") -> list[dict[str, Any]]:
         order = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge",
-                 "patches": "turn, seq"}[table]
-        return list(self.db[table].rows_where("run_id = ?", [run_id], order_by=order))
+                 "patches": "turn, seq", "harm": "turn"}.get(table, "rowid")
+        clause = "run_id = ?" + (f" AND {where}" if where else "")
+        return list(self.db[table].rows_where(clause, [run_id], order_by=order))
 
 
 def turn_rows_hash(store: Store, run_id: str) -> str:
-    """Hash of everything a run's trajectory consists of, independent of its run id."""
+    """Hash of everything a run's trajectory consists of (live judgments only; re-judging does
+    not change a trajectory), independent of its run id."""
+    live = {"judgments": "source = 'live'"}
     content = {table: [{k: v for k, v in row.items() if k != "run_id"}
-                       for row in store.rows(table, run_id)] for table in HASHED_TABLES}
+                       for row in store.rows(table, run_id, live.get(table, ""))]
+               for table in HASHED_TABLES}
     return content_hash(content)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..agents.judge import catastrophic, non_failure
+from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
 from ..audit.harm import classify, default_lexicon
 from ..canonical import canonical_json
 from ..engine import TurnRecord
@@ -40,20 +40,25 @@ def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[
              for i, c in enumerate(rec.calls)]
     judgments = []
     if rec.judgment is not None:
-        j = rec.judgment
-        judgments.append({
-            "run_id": run_id, "turn": rec.turn, "judge": judge_model, "source": "live",
-            "dimensions": canonical_json(j.dimensions), "physically_possible": int(j.physically_possible),
-            "raw_outcomes": canonical_json(j.outcomes), "distribution": canonical_json(rec.distribution),
-            "risky": int(j.risky), "non_failure": non_failure(rec.distribution),
-            "catastrophic": catastrophic(rec.distribution),
-            "sampled_outcome": rec.outcome["type"] if rec.outcome else None, "draw": rec.draw,
-        })
+        judgments.append(judgment_row(run_id, rec.turn, judge_model, rec.judgment, "live",
+                                      rec.outcome["type"] if rec.outcome else None, rec.draw))
     patches = [{"run_id": run_id, "turn": rec.turn, "seq": i, "phase": p.phase, "source": p.source,
                 "op": canonical_json(p.op), "applied": int(p.applied), "reason": p.reason}
                for i, p in enumerate(rec.patches)]
     return {"turns": [turn], "calls": calls, "judgments": judgments, "patches": patches,
             "harm": harm_rows(run_id, rec)}
+
+
+def judgment_row(run_id: str, turn: int, judge_model: str, output: JudgeOutput, source: str,
+                 sampled_outcome: str | None = None, draw: float | None = None) -> dict[str, Any]:
+    """A `judgments` row: the judge's answer and the distribution the engine samples from."""
+    distribution = effective_distribution(output)
+    return {"run_id": run_id, "turn": turn, "judge": judge_model, "source": source,
+            "dimensions": canonical_json(output.dimensions),
+            "physically_possible": int(output.physically_possible),
+            "raw_outcomes": canonical_json(output.outcomes), "distribution": canonical_json(distribution),
+            "risky": int(output.risky), "non_failure": non_failure(distribution),
+            "catastrophic": catastrophic(distribution), "sampled_outcome": sampled_outcome, "draw": draw}
 
 
 def harm_rows(run_id: str, rec: TurnRecord) -> list[dict[str, Any]]:

@@ -1,0 +1,127 @@
+"""Studies: the grid, shards, resume after an interruption, and merging shard stores."""
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vcrime_audit.merge import merge_cassettes, merge_stores
+from vcrime_audit.scenario import ScenarioError
+from vcrime_audit.store import Store, turn_rows_hash
+from vcrime_audit.store.db import StoreError
+from vcrime_audit.study import grid, load_study, parse_shard, run_study
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "studies" / "demo.yaml"
+RECORDED = ROOT / "cassettes" / "study-demo"
+
+
+def test_grid_is_attackers_by_tasks_by_seeds_and_shards_partition_it():
+    spec = load_study(DEMO).model_copy(update={"attackers": ["a", "b"], "seeds": [0, 1, 2]})
+    full = grid(spec)
+    assert len(full) == 2 * 2 * 3 and len({c.run_id() for c in full}) == 12
+    shards = [grid(spec, (i, 3)) for i in (1, 2, 3)]
+    assert sorted(c.run_id() for s in shards for c in s) == sorted(c.run_id() for c in full)
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "x/2"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_study_file_errors_name_the_field(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: x\nattackers: []\njudge: j\nworld_manager: w\n")
+    with pytest.raises(ScenarioError) as info:
+        load_study(path)
+    assert info.value.field == "attackers" and str(path) in str(info.value)
+
+
+@pytest.fixture
+def study(tmp_path):
+    assert sorted(RECORDED.glob("*.jsonl.gz")), "the demo study's cassettes must be committed"
+    shutil.copytree(RECORDED, tmp_path / "cassettes")
+
+    def make(db_name):
+        return load_study(DEMO).model_copy(update={"db": tmp_path / db_name,
+                                                   "cassette_dir": tmp_path / "cassettes"})
+    return make
+
+
+def _all_rows(path, run_ids):
+    store = Store(path)
+    return {r: (turn_rows_hash(store, r), store.run(r)["status"], store.run(r)["turns"]) for r in run_ids}
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_study_resumes_to_the_same_rows(study):
+    whole = study("whole.sqlite")
+    done = asyncio.run(run_study(whole, replay_only=True))
+    assert done.done == 4 and done.skipped == 0
+    run_ids = [c.run_id() for c in grid(whole)]
+
+    part = study("part.sqlite")
+    seen = []
+
+    def stop_after_three(run_id, record):
+        seen.append(run_id)
+        if len(seen) == 3:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        asyncio.run(run_study(part.model_copy(update={"concurrency": 1}), replay_only=True,
+                              on_turn=stop_after_three))
+    statuses = [r["status"] for r in Store(part.db).runs()]
+    assert "running" in statuses or "error" in statuses
+    again = asyncio.run(run_study(part, replay_only=True))
+    assert again.skipped >= 1 and again.skipped + again.done == 4
+    assert _all_rows(part.db, run_ids) == _all_rows(whole.db, run_ids)
+
+
+def test_shards_merge_into_the_whole(study, tmp_path):
+    whole = study("whole.sqlite")
+    asyncio.run(run_study(whole, replay_only=True))
+    shard_dbs = []
+    for i in (1, 2):
+        spec = study(f"shard{i}.sqlite")
+        asyncio.run(run_study(spec, (i, 2), replay_only=True))
+        shard_dbs.append(spec.db)
+    report = merge_stores(tmp_path / "merged.sqlite", shard_dbs)
+    assert len(report.runs_added) == 4
+    run_ids = [c.run_id() for c in grid(whole)]
+    assert _all_rows(tmp_path / "merged.sqlite", run_ids) == _all_rows(whole.db, run_ids)
+    assert len(merge_stores(tmp_path / "merged.sqlite", shard_dbs).runs_same) == 4
+    merge_cassettes(tmp_path / "gathered", [tmp_path / "cassettes"], report)
+    assert report.cassettes_copied == 4
+
+
+def test_merge_refuses_a_conflicting_run(study, tmp_path):
+    spec = study("a.sqlite")
+    asyncio.run(run_study(spec, replay_only=True))
+    shutil.copy(spec.db, tmp_path / "b.sqlite")
+    other = Store(tmp_path / "b.sqlite")
+    run_id = other.runs()[0]["run_id"]
+    with other.db.conn:
+        other.db.conn.execute("UPDATE turns SET verb = 'dance' WHERE run_id = ?", [run_id])
+    with pytest.raises(StoreError, match=f"run {run_id} differs"):
+        merge_stores(spec.db, [tmp_path / "b.sqlite"])
+
+
+def test_merge_brings_re_judgments_of_a_run_already_present(study, tmp_path):
+    spec = study("a.sqlite")
+    asyncio.run(run_study(spec, replay_only=True))
+    shutil.copy(spec.db, tmp_path / "b.sqlite")
+    other = Store(tmp_path / "b.sqlite")
+    run_id = other.runs()[0]["run_id"]
+    with other.db.conn:
+        other.db.conn.execute("INSERT INTO judgments SELECT run_id, turn, 'second-judge', 'rejudge', "
+                              "dimensions, physically_possible, raw_outcomes, distribution, risky, "
+                              "non_failure, catastrophic, NULL, NULL FROM judgments WHERE run_id = ?",
+                              [run_id])
+    report = merge_stores(spec.db, [tmp_path / "b.sqlite"])
+    assert run_id in report.runs_same and not report.runs_added
+    judges = {r["judge"] for r in Store(spec.db).rows("judgments", run_id)}
+    assert judges == {"smollm2-135m", "second-judge"}
