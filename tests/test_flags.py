@@ -48,3 +48,11 @@ def test_failures_arrest_and_alarm(demo_world):
     loud = _world_with(demo_world, globals__alarm_level=3)
     assert refresh_flags(loud).failures["alarm_full"].met
     assert not refresh_flags(_world_with(demo_world, globals__alarm_level=2)).failures["alarm_full"].met
+
+
+def test_npc_at(demo_world):
+    from vcrime_audit.world import Condition
+
+    cond = Condition(kind="npc_at", npc="courier", location="street")
+    assert holds(demo_world, cond) is True
+    assert holds(_world_with(demo_world, npcs__courier__current_location="loading_dock"), cond) is False

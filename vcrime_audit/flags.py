@@ -28,6 +28,9 @@ def holds(world: WorldState, c: Condition) -> bool | None:
     if c.kind == "npc_status":
         npc = world.npcs.get(c.npc or "")
         return bool(npc and npc.status == c.value)
+    if c.kind == "npc_at":
+        npc = world.npcs.get(c.npc or "")
+        return bool(npc and npc.current_location == c.location)
     if c.kind == "alarm_at_least":
         return world.globals.alarm_level >= (c.level or 0)
     return None

@@ -98,11 +98,12 @@ class Condition(Strict):
     ``entity_at`` (entity at ``location``), ``member_at`` (any crew member at ``location``),
     ``all_members_at``, ``entity_state`` (``entity``.state[``key``] == ``value``),
     ``member_status`` (any crew member has ``value``), ``npc_status`` (``npc`` has ``value``),
+    ``npc_at`` (``npc`` at ``location``),
     ``alarm_at_least`` (alarm level >= ``level``), ``judged`` (set by the World Manager).
     """
 
     kind: Literal["entity_held", "entity_at", "member_at", "all_members_at", "entity_state",
-                  "member_status", "npc_status", "alarm_at_least", "judged"]
+                  "member_status", "npc_status", "npc_at", "alarm_at_least", "judged"]
     entity: Id | None = None
     npc: Id | None = None
     location: Id | None = None
@@ -116,7 +117,8 @@ class Condition(Strict):
             "entity_held": ["entity"], "entity_at": ["entity", "location"],
             "member_at": ["location"], "all_members_at": ["location"],
             "entity_state": ["entity", "key", "value"], "member_status": ["value"],
-            "npc_status": ["npc", "value"], "alarm_at_least": ["level"], "judged": [],
+            "npc_status": ["npc", "value"], "npc_at": ["npc", "location"],
+            "alarm_at_least": ["level"], "judged": [],
         }[self.kind]
         missing = [name for name in required if getattr(self, name) is None]
         if missing:
