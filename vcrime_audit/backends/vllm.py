@@ -180,7 +180,12 @@ class VLLMBackend:
             model=str(folder), tokenizer=str(folder), **kwargs,
             structured_outputs_config=StructuredOutputsConfig(
                 backend=options.structured_outputs_backend))
-        return AsyncLLM.from_engine_args(args)
+        try:
+            return AsyncLLM.from_engine_args(args)
+        except Exception as exc:
+            raise BackendError(f"model '{entry.name}' ({entry.source_file}): vLLM could not start "
+                               f"on {folder} ({type(exc).__name__}: {exc}); the engine log above "
+                               "says more") from exc
 
     async def _engine(self, model: str) -> Any:
         async with self._load_lock:
