@@ -46,6 +46,19 @@ class ModelEntry(BaseModel):
         merged = {**self.sampling.get("default", {}), **self.sampling.get(role, {}), "seed": seed}
         return Sampling(**merged)
 
+    def backend_options(self, schema: type[BaseModel]) -> Any:
+        """``options`` validated against a backend's options model, errors naming the field."""
+        try:
+            return schema.model_validate(self.options)
+        except ValidationError as exc:
+            from .backends.base import BackendError
+
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise BackendError(f"model '{self.name}' ({self.source_file}): options.{field}: "
+                               f"{first['msg']}; fix: see {schema.__name__} in "
+                               f"{schema.__module__}") from None
+
     def weights_path(self) -> Path:
         """The weights file on disk, or a clear error saying how to install it."""
         w = self.weights

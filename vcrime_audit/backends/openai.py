@@ -15,7 +15,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
@@ -43,13 +43,7 @@ class OpenAIOptions(BaseModel):
 
 
 def parse_options(entry: ModelEntry) -> OpenAIOptions:
-    try:
-        return OpenAIOptions.model_validate(entry.options)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise BackendError(f"model '{entry.name}' ({entry.source_file}): options.{field}: "
-                           f"{first['msg']}; fix: see OpenAIOptions in {__name__}") from None
+    return entry.backend_options(OpenAIOptions)
 
 
 def backoff_delay(attempt: int, options: OpenAIOptions, retry_after: str | None = None) -> float:

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..canonical import canonical_json, file_blake2b
 from ..models import ModelEntry
@@ -37,13 +37,7 @@ class TransformersOptions(BaseModel):
 
 
 def parse_options(entry: ModelEntry) -> TransformersOptions:
-    try:
-        return TransformersOptions.model_validate(entry.options)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        place = ".".join(str(p) for p in first["loc"])
-        raise BackendError(f"model '{entry.name}' ({entry.source_file}): options.{place}: "
-                           f"{first['msg']}; fix: see TransformersOptions in {__name__}") from None
+    return entry.backend_options(TransformersOptions)
 
 
 def resolve_device(wanted: str, cuda_available: bool) -> str:

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..canonical import content_hash, file_blake2b
 from ..models import ModelEntry
@@ -44,14 +44,7 @@ class VLLMOptions(BaseModel):
 
 
 def vllm_options(entry: ModelEntry) -> VLLMOptions:
-    try:
-        options = VLLMOptions.model_validate(entry.options)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise BackendError(f"model '{entry.name}' ({entry.source_file}): options.{field}: "
-                           f"{first['msg']}; fix: see the option list in vcrime_audit/backends/vllm.py"
-                           ) from None
+    options = entry.backend_options(VLLMOptions)
     reserved = sorted(set(options.engine) & set(SET_BY_BACKEND))
     if reserved:
         raise BackendError(f"model '{entry.name}' ({entry.source_file}): options.engine.{reserved[0]} "
