@@ -8,30 +8,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from .commands.common import check_identical, fail, user_errors
 from .runner import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
                        "and reproducible.", no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
-err = Console(stderr=True)
-
-def _known_errors() -> tuple[type[Exception], ...]:
-    from .backends.base import BackendError
-    from .cassette import CassetteError, CassetteMiss
-    from .models import ModelError
-    from .scenario import ScenarioError, ScenarioErrors
-    from .store.db import StoreError
-
-    return (BackendError, CassetteError, CassetteMiss, ModelError, ScenarioError, ScenarioErrors,
-            StoreError, ValueError)
-
-
-def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-    raise typer.Exit(2)
-
 
 @app.command()
 def run(
@@ -57,8 +40,8 @@ def run(
     started = time.perf_counter()
     try:
         outcome = asyncio.run(run_episode(config, db, cassette_dir, RecordMode(record_mode)))
-    except _known_errors() as exc:
-        _fail(exc)
+    except user_errors() as exc:
+        fail(exc)
     seconds = time.perf_counter() - started
     console.print(f"run       {outcome.run_id}: {outcome.status} after {outcome.turns} turn(s)"
                   f" ({outcome.reason})")
@@ -81,19 +64,14 @@ def replay(
     started = time.perf_counter()
     try:
         outcome = asyncio.run(replay_run(cassette, db))
-    except _known_errors() as exc:
-        _fail(exc)
+    except user_errors() as exc:
+        fail(exc)
     seconds = time.perf_counter() - started
     rate = outcome.turns / seconds if seconds else float("inf")
     console.print(f"replayed  {outcome.run_id}: {outcome.status} after {outcome.turns} turn(s); "
                   f"{outcome.replayed_calls} calls, 0 to a model; {seconds:.2f} s ({rate:.1f} turns/s)")
     console.print(f"store     {outcome.store}")
-    if outcome.identical:
-        console.print(f"identical turn rows: hash {outcome.turn_rows_hash} matches the recording")
-    else:
-        err.print(f"[bold red]different turn rows:[/] recorded {outcome.recorded_hash}, "
-                  f"replayed {outcome.turn_rows_hash}")
-        raise typer.Exit(1)
+    check_identical(outcome.recorded_hash, outcome.turn_rows_hash, "turn rows")
 
 
 @app.command()
@@ -107,8 +85,8 @@ def show(
 
     try:
         text = render_transcript(Store(db), run_id)
-    except _known_errors() as exc:
-        _fail(exc)
+    except user_errors() as exc:
+        fail(exc)
     typer.echo(text)
 
 
@@ -130,7 +108,7 @@ def models() -> None:
     try:
         entries = list_models()
     except ModelError as exc:
-        _fail(exc)
+        fail(exc)
     for m in entries:
         if m.weights.served_name:
             url = m.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ..audit.stats import DEFAULT_RESAMPLES
+from .common import fail, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -21,22 +22,9 @@ app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pa
 DB_HELP = "SQLite store written by `vcrime-audit run` / `replay` (or `audit synth`)."
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def _known_errors() -> tuple[type[Exception], ...]:
-    from ..audit.harm import LexiconError
-    from ..audit.load import AuditInputError
-    from ..store.db import StoreError
-
-    return AuditInputError, LexiconError, StoreError
-
-
 def _check(resamples: int) -> None:
     if resamples < 1:
-        _fail(f"--resamples must be at least 1, got {resamples}")
+        fail(f"--resamples must be at least 1, got {resamples}")
 
 
 def _pct(x: float) -> str:
@@ -57,15 +45,15 @@ def audit(
     if ctx.invoked_subcommand is not None:
         return
     if db is None:
-        _fail("pass --db STORE (a store from `vcrime-audit run`/`replay`, or `vcrime-audit audit synth`)")
+        fail("pass --db STORE (a store from `vcrime-audit run`/`replay`, or `vcrime-audit audit synth`)")
     _check(resamples)
     from ..audit.pipeline import run_audit
     from ..audit.report import write_report
 
     try:
         result = run_audit(db, n_resamples=resamples, seed=seed)
-    except _known_errors() as exc:
-        _fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
     start = time.perf_counter()
     files = write_report(result, out or Path("audit_reports") / db.stem)
     drawn = time.perf_counter() - start
@@ -102,8 +90,8 @@ def judges(
     try:
         store = open_store(db)
         data = load_audit_input(store)
-    except _known_errors() as exc:
-        _fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
     result = judge_audit(data, n_resamples=resamples, seed=seed)
     if data.synthetic:
         typer.echo("SYNTHETIC store: these numbers describe no model")
@@ -145,6 +133,6 @@ def synth(
     try:
         path = make_synthetic_store(out, config, overwrite=overwrite)
     except (FileExistsError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(f"synthetic store {path}: {attackers * tasks * seeds} runs, {judges} judges "
                f"({time.perf_counter() - start:.1f} s); audit it with `vcrime-audit audit --db {path}`")

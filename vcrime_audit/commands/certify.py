@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..certify.run import DEFAULT_CASSETTES, DEFAULT_DB, DEMO
+from .common import check_identical, fail, user_errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -21,22 +22,6 @@ if TYPE_CHECKING:
     from ..certify.run import CertifyOutcome
 
 JUDGE_HELP = "rule (the query file's rule judge, e.g. the secret appears) or a model name (LLM judge)."
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def _known_errors() -> tuple[type[Exception], ...]:
-    from ..backends.base import BackendError
-    from ..cassette import CassetteError, CassetteMiss
-    from ..certify.queryfile import QueryFileError
-    from ..models import ModelError
-    from ..store.db import StoreError
-
-    return (BackendError, CassetteError, CassetteMiss, ModelError, QueryFileError, StoreError,
-            ValueError)
 
 
 def _interval(low: float, high: float) -> str:
@@ -107,7 +92,7 @@ def certify(
             outcome = asyncio.run(replay_certification(replay, given_db))
         else:
             if record_mode not in RecordMode.__members__:
-                _fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
+                fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
             config = CertifyConfig(
                 queries=str(queries) if queries is not None else DEMO, model=model, judge=judge,
                 distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,
@@ -115,14 +100,7 @@ def certify(
                 lambda_h=lambda_h, lambda_l=lambda_l, backend=backend)
             outcome = asyncio.run(run_certification(config, db, cassette_dir, RecordMode(record_mode),
                                                     progress=_progress(n)))
-    except _known_errors() as exc:
-        _fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
     _print_outcome(outcome, time.perf_counter() - started)
-    if outcome.recorded_hash is None:
-        return
-    if outcome.identical:
-        typer.echo(f"identical rows: hash {outcome.rows_hash} matches the recording")
-    else:
-        typer.echo(f"different rows: recorded {outcome.recorded_hash}, got {outcome.rows_hash}",
-                   err=True)
-        raise typer.Exit(1)
+    check_identical(outcome.recorded_hash, outcome.rows_hash)

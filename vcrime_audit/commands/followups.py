@@ -17,6 +17,7 @@ import typer
 from ..followups.interrogate import DEFAULT_MIN_TURNS
 from ..followups.rejudge import DEFAULT_PER_ATTACKER
 from ..followups.session import DEFAULT_CASSETTES
+from .common import check_identical, fail, user_errors
 
 if TYPE_CHECKING:
     from ..followups.session import FollowupOutcome, Workflow
@@ -35,20 +36,6 @@ Concurrency = Annotated[int, typer.Option(
          "changes no result.")]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def _known_errors() -> tuple[type[Exception], ...]:
-    from ..backends.base import BackendError
-    from ..cassette import CassetteError, CassetteMiss
-    from ..models import ModelError
-    from ..store.db import StoreError
-
-    return BackendError, CassetteError, CassetteMiss, ModelError, StoreError, ValueError
-
-
 def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, cassette_dir: Path,
              record_mode: str, replay: Path | None, concurrency: int) -> FollowupOutcome:
     from ..cassette import RecordMode
@@ -56,10 +43,10 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
     from ..store import Store
 
     if not db.is_file():
-        _fail(f"{db}: no store at this path; fix: pass --db with a store that holds finished runs "
+        fail(f"{db}: no store at this path; fix: pass --db with a store that holds finished runs "
               "(e.g. `vcrime-audit replay cassettes/<run>.jsonl.gz --db STORE`)")
     if record_mode not in RecordMode.__members__:
-        _fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
+        fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
     try:
         store = Store(db)
         if replay is not None:
@@ -67,8 +54,8 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
         return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,
                                           cassette_dir=cassette_dir, mode=RecordMode(record_mode),
                                           concurrency=concurrency))
-    except _known_errors() as exc:
-        _fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
     raise AssertionError("unreachable")
 
 
@@ -80,14 +67,7 @@ def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
     typer.echo(f"calls     {outcome.model_calls} to a model, {outcome.replayed_calls} replayed; "
                f"{seconds:.1f} s")
     typer.echo(f"rows hash {outcome.rows_hash}")
-    if outcome.recorded_hash is None:
-        return
-    if outcome.identical:
-        typer.echo(f"identical rows: hash {outcome.rows_hash} matches the recording")
-    else:
-        typer.echo(f"different rows: recorded {outcome.recorded_hash}, got {outcome.rows_hash}",
-                   err=True)
-        raise typer.Exit(1)
+    check_identical(outcome.recorded_hash, outcome.rows_hash)
 
 
 def rejudge(
@@ -108,7 +88,7 @@ def rejudge(
     from ..followups.rejudge import Rejudge, RejudgeConfig
 
     if judge is None and replay is None:
-        _fail("pass --judge MODEL (or --replay CASSETTE)")
+        fail("pass --judge MODEL (or --replay CASSETTE)")
     started = time.perf_counter()
     outcome = _execute(Rejudge(), lambda: RejudgeConfig(judge=judge or "", per_attacker=per_attacker,
                                                          seed=seed, max_tokens=max_tokens),
@@ -136,7 +116,7 @@ def annotate(
     from ..followups.annotate import Annotate, AnnotateConfig
 
     if annotators is None and replay is None:
-        _fail("pass --annotators A,B (or --replay CASSETTE)")
+        fail("pass --annotators A,B (or --replay CASSETTE)")
     names = tuple((annotators or ",").split(","))
     started = time.perf_counter()
     outcome = _execute(Annotate(), lambda: AnnotateConfig(annotators=names, max_tokens=max_tokens),
