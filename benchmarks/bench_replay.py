@@ -24,7 +24,7 @@ def measure(path: Path, repeats: int = 5) -> None:
     calls = len(cassette.calls)
     best = float("inf")
     turns = 0
-    for i in range(repeats):
+    for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
             outcome = asyncio.run(replay(path, Path(tmp) / "r.sqlite"))

@@ -37,8 +37,9 @@ def replay_throughput() -> None:
             result = asyncio.run(run_study(spec, replay_only=True))
             best = min(best, time.perf_counter() - started)
             turns = result.turns
+    size = sum(p.stat().st_size for p in CASSETTES.glob("*.jsonl.gz"))
     print(f"replay: {result.done} runs, {turns} turns, {calls} calls in {best:.3f} s = "
-          f"{turns / best:.1f} turns/s, {calls / best:.0f} calls/s")
+          f"{turns / best:.1f} turns/s, {calls / best:.0f} calls/s; cassettes {size / calls:.0f} bytes/call")
 
 
 async def direct(requests_per_run: list[list[GenerateRequest]], backend, concurrency: int) -> float:
@@ -54,13 +55,13 @@ async def direct(requests_per_run: list[list[GenerateRequest]], backend, concurr
     return time.perf_counter() - started
 
 
-def engine_overhead(concurrency: int) -> None:
+def engine_overhead(concurrency: int, runs: int) -> None:
     from vcrime_audit.backends.local import LocalBackend
     from vcrime_audit.models import get_model
 
     model = get_model("smollm2-135m")
     requests = [[GenerateRequest.model_validate(c["request"]) for c in Cassette(p, RecordMode.none).calls]
-                for p in sorted(CASSETTES.glob("*.jsonl.gz"))]
+                for p in sorted(CASSETTES.glob("*.jsonl.gz"))][:runs]
     backend = LocalBackend({model.name: model})
     asyncio.run(backend.generate(requests[0][0]))  # load the model outside the timings
     direct_s = asyncio.run(direct(requests, backend, concurrency))
@@ -70,6 +71,7 @@ def engine_overhead(concurrency: int) -> None:
             p.unlink()
         spec = load_study(STUDY).model_copy(update={"db": Path(tmp) / "s.sqlite", "concurrency": concurrency,
                                                     "cassette_dir": Path(tmp) / "c"})
+        spec = spec.model_copy(update={"tasks": spec.tasks[: max(1, runs // len(spec.seeds))]})
         started = time.perf_counter()
         asyncio.run(run_study(spec, backend=backend))
         engine_s = time.perf_counter() - started
@@ -81,8 +83,9 @@ def engine_overhead(concurrency: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--live", action="store_true")
+    parser.add_argument("--runs", type=int, default=4, help="how many of the 4 study runs to time")
     args = parser.parse_args()
     replay_throughput()
     if args.live:
         for c in (1, 4):
-            engine_overhead(c)
+            engine_overhead(c, args.runs)
