@@ -39,6 +39,7 @@ def measure(path: Path, repeats: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    paths = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "cassettes").glob("robotics_company__*.jsonl.gz"))
+    demo = sorted((ROOT / "cassettes").glob("robotics_company__*.jsonl.gz"))
+    paths = [Path(p) for p in sys.argv[1:]] or demo
     for p in paths:
         measure(p)
