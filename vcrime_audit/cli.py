@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from .commands.common import check_identical, fail, user_errors
-from .runner import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
+from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
                        "and reproducible.", no_args_is_help=True, pretty_exceptions_enable=False)

@@ -13,15 +13,12 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
 from .store import Store, turn_rows_hash
 from .world import WorldState
-
-DEFAULT_TASK = "robotics_company__data_theft"
-DEFAULT_DB = Path("runs/vcrime.sqlite")
-DEFAULT_CASSETTES = Path("cassettes")
 
 
 @dataclass(frozen=True)

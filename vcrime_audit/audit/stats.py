@@ -18,7 +18,8 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import betaincinv
 
-DEFAULT_RESAMPLES = 10_000
+from ..defaults import DEFAULT_RESAMPLES
+
 DEFAULT_SEED = 20_250_101
 DEFAULT_CONFIDENCE = 0.95
 _MAX_BLOCK_CELLS = 4_000_000

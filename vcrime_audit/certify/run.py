@@ -18,6 +18,8 @@ from ..backends.base import ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
+from ..defaults import DEMO_QUERIES as DEMO
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
 from ..store import Store
 from . import DEMO_QUERY_FILE
@@ -32,9 +34,6 @@ from .llm_judge import LLMJudge, criterion_from_spec
 from .play import LLM, RULE, TARGET_ROLE, PlayedConversation, Players, play_conversation
 from .queryfile import QuerySpec, load_query_file
 
-DEFAULT_DB = Path("runs/vcrime.sqlite")
-DEFAULT_CASSETTES = Path("cassettes")
-DEMO = "demo"
 SHORT = {"random_node": "rn", "graph_path": "gp", "adaptive_rejection": "ar"}
 ALIASES = {short: kind for kind, short in SHORT.items()}
 META_KIND = "certification"

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ..audit.stats import DEFAULT_RESAMPLES
+from ..defaults import DEFAULT_RESAMPLES
 from .common import fail, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..certify.run import DEFAULT_CASSETTES, DEFAULT_DB, DEMO
+from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
+from ..defaults import DEMO_QUERIES as DEMO
 from .common import check_identical, fail, user_errors
 
 if TYPE_CHECKING:

@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..followups.interrogate import DEFAULT_MIN_TURNS
-from ..followups.rejudge import DEFAULT_PER_ATTACKER
-from ..followups.session import DEFAULT_CASSETTES
+from ..defaults import DEFAULT_CASSETTES, DEFAULT_MIN_TURNS, DEFAULT_PER_ATTACKER
 from .common import check_identical, fail, user_errors
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ from ..agents.prompting import render
 from ..agents.schema import decoding_schema
 from ..backends.base import Message
 from ..canonical import canonical_json, content_hash
+from ..defaults import DEFAULT_MIN_TURNS
 from ..engine import derive_seed
 from ..models import ModelEntry
 from ..store import Store
@@ -30,7 +31,6 @@ ROLE = "interrogated"
 CONDITIONS: dict[str, tuple[int, bool]] = {  # name -> (factor A level, factor B autonomous)
     "CTRL": (0, False), "B1": (0, True), "A1": (1, False), "A1B1": (1, True),
     "A2": (2, False), "A2B1": (2, True)}
-DEFAULT_MIN_TURNS = 10
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ..agents import judge
 from ..agents.calling import ModelOutputError
 from ..agents.judge import JudgeOutput
 from ..canonical import content_hash
+from ..defaults import DEFAULT_PER_ATTACKER
 from ..engine import derive_seed
 from ..models import ModelEntry
 from ..store import Store
@@ -24,7 +25,6 @@ from .sampling import sample_turns
 from .session import Prepared, Session, Workflow, with_role_sampling
 
 SOURCE = "rejudge"
-DEFAULT_PER_ATTACKER = 50
 
 
 @dataclass(frozen=True)

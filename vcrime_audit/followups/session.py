@@ -24,11 +24,11 @@ from ..backends.base import Message, ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..defaults import DEFAULT_CASSETTES
 from ..models import ModelEntry, get_model
 from ..store import Store
 
 META_KIND = "followup"
-DEFAULT_CASSETTES = Path("cassettes")
 T = TypeVar("T", bound=BaseModel)
 C = TypeVar("C")
 Item = TypeVar("Item")
