@@ -45,3 +45,17 @@ def test_record_one_turn_live_then_replay_identically(tmp_path):
     assert cassette.summary["turn_rows_hash"] == recorded.turn_rows_hash
     replayed = asyncio.run(replay(recorded.cassette, tmp_path / "replay.sqlite"))
     assert replayed.identical and replayed.model_calls == 0
+
+
+def test_one_backend_serves_concurrent_calls_across_event_loops(backend, demo_world):
+    local, model = backend
+    short = model.sampling_for("judge", seed=1).model_copy(update={"max_tokens": 8})
+    request = GenerateRequest(role="attacker", call="plan", model=model.name,
+                              messages=attacker.plan_messages(demo_world), sampling=short)
+
+    async def two():
+        return await asyncio.gather(local.generate(request), local.generate(request))
+
+    first = asyncio.run(two())
+    second = asyncio.run(two())
+    assert {r.text for r in first + second} == {first[0].text}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,7 +54,8 @@ class LocalBackend:
         self.n_threads = n_threads
         self._models: dict[str, Any] = {}
         self._fingerprints: dict[str, dict[str, Any]] = {}
-        self._lock = asyncio.Lock()
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._llama_lock = threading.Lock()  # llama.cpp contexts are not thread-safe
 
     def _entry(self, model: str) -> ModelEntry:
         if model not in self.entries:
@@ -95,10 +97,11 @@ class LocalBackend:
             kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
         started = time.perf_counter()
         try:
-            response = llm.create_chat_completion(
-                messages=[m.model_dump() for m in request.messages],
-                temperature=request.sampling.temperature, top_p=request.sampling.top_p,
-                max_tokens=request.sampling.max_tokens, seed=request.sampling.seed, **kwargs)
+            with self._llama_lock:
+                response = llm.create_chat_completion(
+                    messages=[m.model_dump() for m in request.messages],
+                    temperature=request.sampling.temperature, top_p=request.sampling.top_p,
+                    max_tokens=request.sampling.max_tokens, seed=request.sampling.seed, **kwargs)
         except ValueError as exc:
             raise BackendError(
                 f"llama.cpp rejected the {request.role} '{request.call}' call: {exc}") from None
@@ -112,7 +115,8 @@ class LocalBackend:
             seconds=round(time.perf_counter() - started, 4))
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        async with self._lock:
+        loop = asyncio.get_running_loop()  # a lock per event loop: the backend may outlive one
+        async with self._locks.setdefault(loop, asyncio.Lock()):
             return await asyncio.to_thread(self._generate_sync, request)
 
     async def aclose(self) -> None:
