@@ -98,24 +98,26 @@ def test_shards_merge_into_the_whole(study, tmp_path):
     assert report.cassettes_copied == 4
 
 
-def test_merge_refuses_a_conflicting_run(study, tmp_path):
+@pytest.fixture
+def played_and_copied(study, tmp_path):
+    """A replayed study store, a copy of it, and the id of the copy's first run."""
     spec = study("a.sqlite")
     asyncio.run(run_study(spec, replay_only=True))
     shutil.copy(spec.db, tmp_path / "b.sqlite")
     other = Store(tmp_path / "b.sqlite")
-    run_id = other.runs()[0]["run_id"]
+    return spec, other, other.runs()[0]["run_id"]
+
+
+def test_merge_refuses_a_conflicting_run(played_and_copied, tmp_path):
+    spec, other, run_id = played_and_copied
     with other.db.conn:
         other.db.conn.execute("UPDATE turns SET verb = 'dance' WHERE run_id = ?", [run_id])
     with pytest.raises(StoreError, match=f"run {run_id} differs"):
         merge_stores(spec.db, [tmp_path / "b.sqlite"])
 
 
-def test_merge_brings_re_judgments_of_a_run_already_present(study, tmp_path):
-    spec = study("a.sqlite")
-    asyncio.run(run_study(spec, replay_only=True))
-    shutil.copy(spec.db, tmp_path / "b.sqlite")
-    other = Store(tmp_path / "b.sqlite")
-    run_id = other.runs()[0]["run_id"]
+def test_merge_brings_re_judgments_of_a_run_already_present(played_and_copied, tmp_path):
+    spec, other, run_id = played_and_copied
     with other.db.conn:
         other.db.conn.execute("INSERT INTO judgments SELECT run_id, turn, 'second-judge', 'rejudge', "
                               "dimensions, physically_possible, raw_outcomes, distribution, risky, "
