@@ -68,7 +68,7 @@ def test_one_changed_character_in_a_template_fails_with_a_diff(cassette_path, tm
     assert "-You are the Judge in VirtualCrime" in message
     assert "+You are the Judgf in VirtualCrime" in message
     run = Store(tmp_path / "miss.sqlite").runs()[0]
-    assert run["status"] == "error" and "CassetteMiss" in run["reason"]
+    assert run["status"] == "crashed" and "CassetteMiss" in run["reason"]
 
 
 def test_a_certification_cassette_is_refused_with_the_right_command(tmp_path):

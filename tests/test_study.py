@@ -75,7 +75,7 @@ def test_an_interrupted_study_resumes_to_the_same_rows(study):
         asyncio.run(run_study(part.model_copy(update={"concurrency": 1}), replay_only=True,
                               on_turn=stop_after_three))
     statuses = [r["status"] for r in Store(part.db).runs()]
-    assert "running" in statuses or "error" in statuses
+    assert "running" in statuses or "crashed" in statuses
     again = asyncio.run(run_study(part, replay_only=True))
     assert again.skipped >= 1 and again.skipped + again.done == 4
     assert _all_rows(part.db, run_ids) == _all_rows(whole.db, run_ids)

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .commands.common import check_identical, fail, user_errors
+from .commands.common import fail, report_check, user_errors
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
@@ -51,6 +51,7 @@ def run(
                   f" {seconds:.1f} s")
     console.print(f"turn hash {outcome.turn_rows_hash}")
     console.print(f"next      vcrime-audit show {outcome.run_id} --db {outcome.store}")
+    report_check(outcome.check, "turn rows")
 
 
 @app.command()
@@ -71,7 +72,7 @@ def replay(
     console.print(f"replayed  {outcome.run_id}: {outcome.status} after {outcome.turns} turn(s); "
                   f"{outcome.replayed_calls} calls, 0 to a model; {seconds:.2f} s ({rate:.1f} turns/s)")
     console.print(f"store     {outcome.store}")
-    check_identical(outcome.recorded_hash, outcome.turn_rows_hash, "turn rows")
+    report_check(outcome.check, "turn rows")
 
 
 @app.command()
@@ -127,6 +128,7 @@ def _add_subcommands() -> None:
     from .commands.followups import annotate, interrogate, rejudge
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
+    from .commands.verify import cassette_app, verify
 
     app.add_typer(scenarios_app, name="scenarios")
     app.add_typer(audit_app, name="audit")
@@ -136,6 +138,8 @@ def _add_subcommands() -> None:
     app.command()(interrogate)
     app.command()(study)
     app.command()(merge)
+    app.command()(verify)
+    app.add_typer(cassette_app, name="cassette")
 
 
 _add_subcommands()

@@ -31,7 +31,7 @@ from .patch import (
 )
 from .world import WorldState
 
-RUNNING, WON, LOST, STALLED, MAX_TURNS, ERROR = "running", "won", "lost", "stalled", "max_turns", "error"
+from .statuses import LOST, MAX_TURNS, MODEL_ERROR, RUNNING, STALLED, WON
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Engine:
             world = await self._attacker(world, seed, rec)
             rec.judgment = await self._judge(world, seed, rec)
         except ModelOutputError as exc:
-            rec.status, rec.reason = ERROR, str(exc)
+            rec.status, rec.reason = MODEL_ERROR, str(exc)
             return rec
         rec.distribution = effective_distribution(rec.judgment)
         rec.draw = random.Random(derive_seed(seed, world.task_id, world.turn, "outcome")).random()

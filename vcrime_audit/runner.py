@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,13 +11,29 @@ from . import __version__
 from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash
-from .cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from .cassette import Cassette, CassetteError, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
-from .store import Store, turn_rows_hash
+from .identity import IDENTICAL, ReplayCheck
+from .recorder import RUN, Recorder, now
+from .rowdigest import row_digest
+from .statuses import MAX_TURNS
+from .store import Store
+from .store.db import trajectory_rows
 from .world import WorldState
+
+
+def validate_id(value: str, field_name: str) -> str:
+    """Ids become file names: letters, digits, ``_ . -``, at most 128 characters, no ``..``."""
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value) \
+            or ".." in value:
+        raise ValueError(f"{field_name} {str(value)[:80]!r} is not a valid id (letters, digits, "
+                         "'_', '.', '-'; at most 128 characters)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,16 @@ class RunConfig:
     backend: str = "local"
     max_turns: int = 60
     stall_turns: int = 30
+
+    def __post_init__(self) -> None:
+        problems = [
+            (not 0 <= self.seed < 2**63, f"--seed must lie in [0, 2**63), got {self.seed}"),
+            (self.max_turns < 1, f"--max-turns must be at least 1, got {self.max_turns}"),
+            (self.stall_turns < 1, f"--stall-turns must be at least 1, got {self.stall_turns}"),
+        ]
+        for bad, message in problems:
+            if bad:
+                raise ValueError(message)
 
     def run_id(self) -> str:
         identity = {k: v for k, v in self.__dict__.items() if k not in ("task", "seed")}
@@ -48,16 +73,16 @@ class RunOutcome:
     turn_rows_hash: str
     model_calls: int
     replayed_calls: int
-    recorded_hash: str | None = None
+    check: ReplayCheck
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def recorded_hash(self) -> str | None:
+        return self.check.recorded_hash
+
+    @property
     def identical(self) -> bool | None:
-        return None if self.recorded_hash is None else self.recorded_hash == self.turn_rows_hash
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 TurnObserver = Callable[[str, TurnRecord], None]
@@ -67,65 +92,46 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
                 inner: ModelBackend | None, store: Store, owns_inner: bool = True,
                 observer: TurnObserver | None = None) -> RunOutcome:
     run_id = config.run_id()
-    backend = RecordingBackend(cassette, inner if owns_inner or inner is None else _Borrowed(inner))
-    engine = Engine(backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
-    store.delete_run(run_id)
-    store.start_run({
+    recorder = Recorder(RUN, run_id, cassette, store, inner, owns_inner=owns_inner)
+    engine = Engine(recorder.backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
+    models = [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
+              for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
+                        roles.world_manager.name: roles.world_manager}.values()]
+    recorder.start({
         "run_id": run_id, "task_id": world.task_id, "map_id": world.map_id, "goal_id": world.goal_id,
         "seed": config.seed, "attacker": config.attacker, "judge": config.judge,
-        "world_manager": config.world_manager, "backend": config.backend, "status": "running",
+        "world_manager": config.world_manager, "backend": config.backend,
         "reason": "", "turns": 0, "max_turns": config.max_turns, "stall_turns": config.stall_turns,
         "cassette": str(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
         "turn_rows_hash": None, "synthetic": 0, "vcrime_version": __version__,
-        "started_at": _now(), "finished_at": None},
-        [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
-         for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
-                   roles.world_manager.name: roles.world_manager}.values()])
+        "started_at": now(), "finished_at": None},
+        clear=lambda s: s.clear_run(run_id),
+        also=lambda s: s.insert_rows("models", models, replace=True))
 
     async def on_turn(record: TurnRecord) -> None:
-        store.commit_turn(run_id, record, roles.judge.name)
-        if cassette.recording:
-            cassette.save()
+        recorder.commit(lambda: store.write_turn(run_id, record, roles.judge.name))
         if observer is not None:
             observer(run_id, record)
 
     try:
         last = await engine.run(world, config.seed, on_turn)
-    except Exception as exc:
-        store.finish_run(run_id, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
-                         finished_at=_now())
+    except BaseException as exc:
+        recorder.crash(exc)
         raise
     finally:
-        await backend.aclose()
+        await recorder.aclose()
     final = last.world_after if last and last.world_after else world
-    digest = turn_rows_hash(store, run_id)
-    status, reason = (last.status, last.reason) if last else ("error", "no turn played")
-    store.finish_run(run_id, status=status, reason=reason, final_world_hash=final.digest(),
-                     turn_rows_hash=digest, finished_at=_now())
-    recorded = cassette.summary.get("turn_rows_hash") if cassette.summary else None
-    if cassette.recording:
-        cassette.summary = {"type": "summary", "run_id": run_id, "status": status,
-                            "turns": last.turn if last else 0, "turn_rows_hash": digest}
-        cassette.save()
-    return RunOutcome(run_id, status, reason, last.turn if last else 0, store.path, cassette.path,
-                      digest, backend.model_calls, backend.replayed, recorded)
-
-
-class _Borrowed:
-    """A shared backend lent to one episode: everything but closing is passed through."""
-
-    def __init__(self, inner: ModelBackend | None) -> None:
-        self.inner = inner
-        self.name = getattr(inner, "name", "none")
-
-    def fingerprint(self, model: str) -> dict[str, Any]:
-        return self.inner.fingerprint(model)  # type: ignore[union-attr]
-
-    async def generate(self, request: Any) -> Any:
-        return await self.inner.generate(request)  # type: ignore[union-attr]
-
-    async def aclose(self) -> None:
-        pass
+    rows = trajectory_rows(store, run_id)
+    digest = content_hash(rows)
+    status, reason = (last.status, last.reason) if last else (MAX_TURNS, "no turn played")
+    turns = last.turn if last else 0
+    check = recorder.finish(
+        {"status": status, "reason": reason, "turns": turns, "final_world_hash": final.digest(),
+         "turn_rows_hash": digest},
+        {"run_id": run_id, "status": status, "turns": turns, "turn_rows_hash": digest,
+         "rows": row_digest(rows)}, "turn_rows_hash")
+    return RunOutcome(run_id, status, reason, turns, store.path, cassette.path, digest,
+                      recorder.backend.model_calls, recorder.backend.replayed, check)
 
 
 def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
@@ -139,16 +145,18 @@ def cassette_path(config: RunConfig, cassette_dir: Path) -> Path:
 async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Path = DEFAULT_CASSETTES,
                       mode: RecordMode = RecordMode.once, *, store: Store | None = None,
                       backend: ModelBackend | None = None,
-                      observer: TurnObserver | None = None) -> RunOutcome:
+                      observer: TurnObserver | None = None,
+                      cassette_file: Path | None = None) -> RunOutcome:
     """Play one episode; model calls go through the run's cassette (``<run_id>.jsonl.gz``).
 
     An existing cassette supplies the initial world and model entries it was recorded with, so
     a half-done run re-played in mode ``new`` replays its recorded turns and goes on live.
-    ``backend`` may be shared between episodes (it is not closed here).
+    ``backend`` may be shared between episodes (it is not closed here). ``cassette_file``
+    overrides the cassette's place (default ``<cassette_dir>/<run_id>.jsonl.gz``).
     """
-    cassette = Cassette(cassette_path(config, cassette_dir), mode)
+    cassette = Cassette(cassette_file or cassette_path(config, cassette_dir), mode)
     if cassette.meta:
-        world, entries = _from_meta(cassette)
+        _, world, entries = _from_meta(cassette)
     else:
         world = initial_world(load_task(config.task))
         names = {config.attacker, config.judge, config.world_manager}
@@ -163,23 +171,41 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
                        owns_inner=backend is None, observer=observer)
 
 
-def _from_meta(cassette: Cassette) -> tuple[WorldState, dict[str, ModelEntry]]:
+def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:
+    """The config, initial world and model entries a run cassette's header holds, checked."""
     meta = cassette.meta
     missing = [k for k in ("config", "initial_world", "models") if k not in meta]
     if missing:
         hint = ("it is a certification cassette: use vcrime-audit certify --replay"
-                if meta.get("kind") == "certification" else "re-record the cassette")
+                if meta.get("kind") == "certification" else
+                f"it is a {meta.get('followup')} cassette: use vcrime-audit {meta.get('followup')} "
+                "--replay" if meta.get("kind") == "followup" else "re-record the cassette")
         raise CassetteError(f"{cassette.path}: not a sandbox-run cassette (header.meta lacks "
                             f"{', '.join(missing)}); fix: {hint}")
-    world = WorldState.model_validate(meta["initial_world"])
-    entries = {n: ModelEntry.model_validate(e) for n, e in meta["models"].items()}
-    return world, entries
+    fix = "fix: re-record the cassette or restore it from git"
+    known = set(RunConfig.__dataclass_fields__)
+    raw = meta["config"]
+    if not isinstance(raw, dict) or set(raw) - known:
+        raise CassetteError(f"{cassette.path}: header.meta.config is not a run config; {fix}")
+    try:
+        config = RunConfig(**raw)
+        validate_id(config.task, "header.meta.config.task")
+        world = WorldState.model_validate(meta["initial_world"])
+        if not isinstance(meta["models"], dict):
+            raise ValueError("header.meta.models must be an object")
+        entries = {n: ModelEntry.model_validate(e) for n, e in meta["models"].items()}
+    except (TypeError, ValueError) as exc:
+        raise CassetteError(f"{cassette.path}: {str(exc).splitlines()[0]}; {fix}") from None
+    for role in ("attacker", "judge", "world_manager"):
+        if getattr(config, role) not in entries:
+            raise CassetteError(f"{cassette.path}: header.meta.config.{role} "
+                                f"{getattr(config, role)!r} has no entry in header.meta.models; {fix}")
+    return config, world, entries
 
 
 async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
     cassette = Cassette(cassette_path, RecordMode.none)
-    world, entries = _from_meta(cassette)
-    config = RunConfig(**cassette.meta["config"])
+    config, world, entries = _from_meta(cassette)
     store = Store(db or Path("runs") / f"replay-{config.run_id()}.sqlite")
     return await _play(config, world, _roles(config, entries), cassette, None, store)

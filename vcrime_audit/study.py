@@ -18,14 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .backends.base import ModelBackend
 from .backends.registry import make_backend
-from .cassette import RecordMode
+from .cassette import Cassette, RecordMode
+from .cassette.persist import cassette_exists, journal_path
 from .engine import TurnRecord
 from .models import get_model
 from .runner import RunConfig, RunOutcome, cassette_path, run_episode
 from .scenario import ScenarioError, list_task_ids
+from .scrub import scrub_text
+from .statuses import RUN_OUTCOMES
 from .store import Store
 
-FINISHED = ("won", "lost", "stalled", "max_turns")
+FINISHED = RUN_OUTCOMES
+"""Runs a resumed study skips: every outcome, model errors included; crashed runs run again."""
 
 
 class StudyConfig(BaseModel):
@@ -61,6 +65,26 @@ def load_study(path: Path) -> StudyConfig:
                             "see StudyConfig in vcrime_audit/study.py") from None
 
 
+def is_job_failure(exc: Exception) -> bool:
+    """Failures that end one run and are recorded as its crash (the rest of the study goes on)."""
+    from .backends.base import BackendError
+    from .cassette import CassetteError, CassetteMiss
+    from .store.db import StoreError
+
+    return isinstance(exc, (BackendError, CassetteError, CassetteMiss, StoreError))
+
+
+def finish_cassette(path: Path) -> bool:
+    """Compress a cassette whose job finished but was killed before its compression."""
+    if not journal_path(path).exists():
+        return False
+    cassette = Cassette(path, RecordMode.none)
+    if not cassette.pending_finalise:
+        return False
+    cassette.finalise()
+    return True
+
+
 def parse_shard(text: str | None) -> tuple[int, int]:
     """``"2/3"`` -> (2, 3): the second of three shards (1-based)."""
     if not text:
@@ -79,6 +103,7 @@ def grid(study: StudyConfig, shard: tuple[int, int] = (1, 1)) -> list[RunConfig]
     runs = [RunConfig(task=t, seed=s, attacker=a, judge=study.judge, world_manager=study.world_manager,
                       backend=study.backend, max_turns=study.max_turns, stall_turns=study.stall_turns)
             for a in study.attackers for t in tasks for s in study.seeds]
+    runs = list(dict.fromkeys(runs))
     index, total = shard
     return [r for i, r in enumerate(runs) if i % total == index - 1]
 
@@ -88,8 +113,16 @@ class StudyProgress:
     total: int
     skipped: int = 0
     done: int = 0
+    finalised: int = 0
     turns: int = 0
     outcomes: list[RunOutcome] = field(default_factory=list)
+    crashed: list[tuple[str, str]] = field(default_factory=list)
+    """(run id, reason) of runs that crashed: a backend failure, a replay miss, a bug."""
+
+    @property
+    def not_verified(self) -> list[RunOutcome]:
+        """Replayed runs whose rows differ from their recording or cannot be checked."""
+        return [o for o in self.outcomes if not o.check.ok]
 
 
 async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
@@ -104,6 +137,8 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
         row = store.run(config.run_id())
         if row is not None and row["status"] in FINISHED:
             progress.skipped += 1
+            if finish_cassette(cassette_path(config, study.cassette_dir)):
+                progress.finalised += 1
         else:
             pending.append(config)
     owned = pending and backend is None and not replay_only
@@ -119,10 +154,16 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
 
     async def one(config: RunConfig) -> None:
         async with semaphore:
-            resume = cassette_path(config, study.cassette_dir).exists()
+            resume = cassette_exists(cassette_path(config, study.cassette_dir))
             mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
-            outcome = await run_episode(config, study.db, study.cassette_dir, mode,
-                                        store=store, backend=backend, observer=observe)
+            try:
+                outcome = await run_episode(config, study.db, study.cassette_dir, mode,
+                                            store=store, backend=backend, observer=observe)
+            except Exception as exc:  # one run's crash must not stop the others
+                if not is_job_failure(exc):
+                    raise
+                progress.crashed.append((config.run_id(), scrub_text(f"{type(exc).__name__}: {exc}")))
+                return
         progress.done += 1
         progress.outcomes.append(outcome)
         if on_run:

@@ -5,7 +5,7 @@ import pytest
 
 from vcrime_audit.backends.base import GenerateRequest, Message, Sampling
 from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordingBackend, RecordMode
-from vcrime_audit.cassette.persist import read_records
+from vcrime_audit.cassette.persist import read_records, write_records
 
 
 def request(content="hello", seed=0, role="judge", call="assess"):
@@ -114,7 +114,7 @@ def test_saved_bytes_are_stable(tmp_path, echo):
     (lambda p: p.write_bytes(gzip.compress(b'{"type": "call"}\n')), "line 1: expected the header"),
     (lambda p: p.write_bytes(gzip.compress(b'{"type": "header", "format": 99}\n')), "header.format is 99"),
     (lambda p: p.write_bytes(gzip.compress(b'{"type": "header", "format": 1}\n{"type": "call"}\n')),
-     "line 2: call record lacks key"),
+     "record 2: call record lacks key"),
     (lambda p: p.write_bytes(p.read_bytes()[:-12]), "not a readable gzip cassette"),
 ])
 def test_corrupt_cassettes_are_named_with_line_and_fix(tmp_path, echo, damage, expected):
@@ -128,11 +128,14 @@ def test_corrupt_cassettes_are_named_with_line_and_fix(tmp_path, echo, damage, e
     assert str(path) in str(info.value) and expected in str(info.value) and "fix:" in str(info.value)
 
 
-def test_hand_edited_answer_key_is_detected(tmp_path, echo):
+def test_hand_edited_request_is_detected_even_when_re_signed(tmp_path, echo):
+    """An edit written with fresh checksums passes the file's checks; the key catches it."""
     path = tmp_path / "c.jsonl.gz"
     cassette = Cassette(path, RecordMode.once)
     ask(RecordingBackend(cassette, echo), request())
-    cassette.calls[0]["request"]["messages"][1]["content"] = "edited"
     cassette.save()
+    records = read_records(path)
+    records[1]["request"]["messages"][1]["content"] = "edited"
+    write_records(path, records)
     with pytest.raises(CassetteError, match="key does not match"):
-        Cassette(path, RecordMode.none)
+        ask(RecordingBackend(Cassette(path, RecordMode.none)), request())

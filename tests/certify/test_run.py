@@ -185,7 +185,7 @@ def test_a_changed_system_prompt_misses_the_cassette_and_marks_the_run(tmp_path)
     with pytest.raises(CassetteMiss, match="no model was called"):
         asyncio.run(replay_certification(edited, tmp_path / "miss.sqlite"))
     row = cstore.certifications(Store(tmp_path / "miss.sqlite"))[0]
-    assert row["status"] == "error" and "CassetteMiss" in row["reason"]
+    assert row["status"] == "crashed" and "CassetteMiss" in row["reason"]
 
 
 def test_a_sandbox_cassette_is_refused(tmp_path):

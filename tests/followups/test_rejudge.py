@@ -12,6 +12,7 @@ from vcrime_audit.followups import session
 from vcrime_audit.followups.inputs import FollowupInputError, attacker_turns, finished_runs
 from vcrime_audit.followups.rejudge import Rejudge, RejudgeConfig, judge_turn
 from vcrime_audit.models import ModelEntry
+from vcrime_audit.recorder import FOLLOWUP, Recorder
 from vcrime_audit.store import Store, turn_rows_hash
 
 SECOND = "smollm2-135m-t07"
@@ -30,7 +31,7 @@ def test_the_live_judge_request_is_rebuilt_exactly(demo_store):
     store = Store(demo_store)
     run_cassette = Cassette(DEMO_RUN, RecordMode.none)
     live = ModelEntry.model_validate(run_cassette.meta["models"]["smollm2-135m"])
-    s = session.Session(store, "check", run_cassette, None)
+    s = session.Session(Recorder(FOLLOWUP, "check", run_cassette, store))
     turns = attacker_turns(store, finished_runs(store))
     assert len(turns) == 3
     for turn in turns:

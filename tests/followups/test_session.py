@@ -62,7 +62,7 @@ def test_a_changed_template_is_a_replay_miss_with_a_diff(recorded, tmp_path, mon
         prompting.environment.cache_clear()
     assert "-The goal:" in str(info.value) and "+The aim:" in str(info.value)
     row = store.db.conn.execute("SELECT status, reason FROM followups").fetchone()
-    assert row[0] == "error" and "CassetteMiss" in row[1]
+    assert row[0] == "crashed" and "CassetteMiss" in row[1]
 
 
 def test_every_attempt_is_recorded_with_its_item(demo_store, models_dir, tmp_path):

@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-FINAL_STATUSES: tuple[str, ...] = ("won", "lost", "stalled", "max_turns", "error")
+from ..statuses import RUN_OUTCOMES
+
+FINAL_STATUSES: tuple[str, ...] = RUN_OUTCOMES
+"""Runs that count: every outcome, model errors included; crashed and running runs never do."""
 
 
 class RunRow(NamedTuple):

@@ -1,23 +1,47 @@
-"""A cassette holds every model call of one run; record modes follow vcrpy.
+"""A cassette holds every model call of one job; record modes follow vcrpy.
 
 ``once``: record into a new cassette; an existing one is only replayed.
-``new``: replay what is recorded, record what is not.
+``new``: replay what is recorded, record what is not (how an interrupted job resumes).
 ``none``: replay only; a miss raises :class:`CassetteMiss` and never calls a model.
 ``all``: call the model for everything and record afresh.
+
+While a job records, new call records wait in memory until the job commits a unit (a turn, a
+conversation, an item); :meth:`Cassette.flush` then appends them to the journal and syncs it,
+before the store commits the unit. :meth:`Cassette.close_with_summary` writes the summary (with
+the chain hash over every record) and :meth:`Cassette.finalise` compresses the journal into the
+final file.
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections import defaultdict
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import GenerateRequest, GenerateResult
+from ..backends.base import BackendError, GenerateRequest, GenerateResult
 from ..canonical import to_plain
 from .diff import nearest, request_diff
 from .keys import cassette_key
-from .persist import FORMAT_VERSION, CassetteFileError, read_records, write_records
+from .persist import (
+    FORMAT_VERSION,
+    CassetteFileError,
+    Journal,
+    cassette_exists,
+    chain_update,
+    journal_path,
+    line_checksum,
+    read_final,
+    read_journal,
+    record_checksum,
+    record_line,
+    write_final,
+)
+
+UNIT: contextvars.ContextVar[object | None] = contextvars.ContextVar("cassette_unit", default=None)
+"""The unit of work the calls of the current task belong to (set by drivers that run several
+units at once); :meth:`Cassette.flush` of a unit writes only its calls and untagged ones."""
 
 
 class RecordMode(str, Enum):
@@ -49,67 +73,162 @@ class CassetteMiss(Exception):
         super().__init__(f"{head}\n{body}\n{fix}")
 
 
+class RecordedCallError(BackendError):
+    """A call that failed when it was recorded, failing again in the same way on replay."""
+
+
+CALL_FIELDS = ("key", "request", "fingerprint")
+
+
 class Cassette:
     def __init__(self, path: Path, mode: RecordMode = RecordMode.once) -> None:
         self.path, self.mode = Path(path), RecordMode(mode)
         self.meta: dict[str, Any] = {}
         self.summary: dict[str, Any] | None = None
         self.calls: list[dict[str, Any]] = []
+        self.format = FORMAT_VERSION
+        self._lines: list[str] = []
         self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._played: dict[str, int] = defaultdict(int)
-        existed = self.path.exists()
-        if existed and self.mode is not RecordMode.all:
+        self._pending: list[tuple[object | None, dict[str, Any], str]] = []
+        self._journal: Journal | None = None
+        self._from_journal = False
+        self._summary_in_journal = False
+        existed = cassette_exists(self.path)
+        if existed and self.mode is RecordMode.all:
+            journal_path(self.path).unlink(missing_ok=True)
+        elif existed:
             self._load()
+        self.existed = existed and self.mode is not RecordMode.all
         self.recording = {
             RecordMode.once: not existed, RecordMode.new: True,
             RecordMode.none: False, RecordMode.all: True,
         }[self.mode]
         self.replaying = self.mode is not RecordMode.all
 
+    # -- reading ---------------------------------------------------------------------------
+
     def _load(self) -> None:
+        self._from_journal = journal_path(self.path).exists()
         try:
-            records = read_records(self.path)
+            records, lines = read_journal(self.path) if self._from_journal else read_final(self.path)
         except CassetteFileError as exc:
             raise CassetteError(str(exc)) from None
-        self.meta = records[0].get("meta", {})
-        for number, record in enumerate(records[1:], start=2):
-            if record["type"] == "call":
-                missing = [k for k in ("key", "request", "fingerprint", "result") if k not in record]
-                if missing:
-                    raise CassetteError(f"{self.path}: line {number}: call record lacks "
-                                        f"{', '.join(missing)}; fix: re-record the cassette")
+        where = journal_path(self.path) if self._from_journal else self.path
+        self.format = int(records[0]["format"])
+        self.meta = records[0].get("meta") or {}
+        chain = ""
+        for number, (record, line) in enumerate(zip(records, lines), start=1):
+            kind = record["type"]
+            if number > 1 and kind == "header":
+                raise CassetteError(f"{where}: record {number}: a second header; fix: re-record")
+            if self.summary is not None:
+                raise CassetteError(f"{where}: record {number} follows the summary (lines added "
+                                    "or moved); fix: re-record the cassette or restore it from git")
+            if kind == "call":
+                self._check_call(where, number, record)
                 self.calls.append(record)
                 self._by_key[record["key"]].append(record)
-            elif record["type"] == "summary":
+            elif kind == "summary":
                 self.summary = record
-        self._check_keys()
+                self._check_chain(where, record, chain, len(self._lines))
+                self._summary_in_journal = self._from_journal
+                continue
+            if self.format >= 2:
+                chain = chain_update(chain, record["checksum"])
+                self._lines.append(line)
+        if self.format < 2:
+            self._check_keys()
+            self._lines = []
+
+    def _check_call(self, where: Path, number: int, record: dict[str, Any]) -> None:
+        missing = [k for k in CALL_FIELDS if k not in record]
+        if "result" not in record and "error" not in record:
+            missing.append("result")
+        if missing:
+            raise CassetteError(f"{where}: record {number}: call record lacks "
+                                f"{', '.join(missing)}; fix: re-record the cassette")
+        request = record["request"]
+        if not isinstance(request, dict) or not isinstance(record["fingerprint"], dict):
+            raise CassetteError(f"{where}: record {number}: request and fingerprint must be "
+                                "objects; fix: re-record the cassette")
+        if not isinstance(request.get("model"), str) or not isinstance(request.get("role"), str):
+            raise CassetteError(f"{where}: record {number}: request.model/role missing; fix: "
+                                "re-record the cassette")
+        error = record.get("error")
+        if error is not None and not (isinstance(error, dict) and isinstance(error.get("message"), str)):
+            raise CassetteError(f"{where}: record {number}: error must be an object with a "
+                                "message; fix: re-record the cassette")
+
+    def _check_chain(self, where: Path, summary: dict[str, Any], chain: str, count: int) -> None:
+        if self.format < 2:
+            return
+        if summary.get("records") != count or summary.get("chain") != chain:
+            raise CassetteError(
+                f"{where}: the summary's chain hash does not match the records before it (a "
+                f"record was dropped, added or reordered: {count} found, summary says "
+                f"{summary.get('records')!r}); fix: re-record the cassette or restore it from git")
 
     def _check_keys(self) -> None:
         for record in self.calls:
-            request = GenerateRequest.model_validate(record["request"])
+            try:
+                request = GenerateRequest.model_validate(record["request"])
+            except ValueError as exc:
+                raise CassetteError(f"{self.path}: a call record's request is malformed "
+                                    f"({str(exc).splitlines()[0]}); fix: re-record") from None
             if cassette_key(request, record["fingerprint"]) != record["key"]:
                 raise CassetteError(f"{self.path}: a call record's key does not match its request "
                                     "(edited by hand?); fix: re-record the cassette")
 
+    @property
+    def verifiable(self) -> bool:
+        """Whether replay can check this recording: it has a summary."""
+        return self.summary is not None
+
     def fingerprint_for(self, model: str) -> dict[str, Any] | None:
-        return self.meta.get("fingerprints", {}).get(model)
+        legacy = self.meta.get("fingerprints", {})
+        if isinstance(legacy, dict) and model in legacy:
+            return legacy[model]
+        for record in self.calls:
+            if record["request"].get("model") == model:
+                return record["fingerprint"]
+        return None
+
+    def recorded_models(self) -> list[str]:
+        legacy = self.meta.get("fingerprints", {})
+        names = set(legacy) if isinstance(legacy, dict) else set()
+        return sorted(names | {c["request"].get("model") for c in self.calls})
 
     def miss_for_unknown_model(self, model: str) -> CassetteError:
-        known = ", ".join(sorted(self.meta.get("fingerprints", {}))) or "none"
+        known = ", ".join(self.recorded_models()) or "none"
         return CassetteError(f"{self.path}: nothing recorded for model '{model}' (recorded: "
                              f"{known}); no model was called; fix: replay with the recorded models "
                              "or record with a backend")
 
     def play(self, request: GenerateRequest, fingerprint: dict[str, Any]) -> GenerateResult | None:
+        """The next recorded answer to ``request``; a recorded failure is raised again."""
         if not self.replaying:
             return None
-        key = cassette_key(request, fingerprint)
+        plain = request.model_dump(mode="json")
+        key = cassette_key(plain, fingerprint)
         recorded = self._by_key.get(key, [])
         index = self._played[key]
         if index >= len(recorded):
             return None
         self._played[key] += 1
-        return GenerateResult.model_validate(recorded[index]["result"])
+        record = recorded[index]
+        if record["request"] != plain or record["fingerprint"] != fingerprint:
+            raise CassetteError(f"{self.path}: a recorded {request.role} '{request.call}' call's key "
+                                "does not match its request (edited?); fix: re-record the cassette "
+                                "or restore it from git")
+        if record.get("error") is not None:
+            raise RecordedCallError(record["error"]["message"])
+        try:
+            return GenerateResult.model_validate(record["result"])
+        except ValueError as exc:
+            raise CassetteError(f"{self.path}: the recorded result of a {request.role} "
+                                f"'{request.call}' call is malformed ({str(exc).splitlines()[0]}); "
+                                "fix: re-record the cassette") from None
 
     def miss(self, request: GenerateRequest, fingerprint: dict[str, Any]) -> CassetteMiss:
         wanted = to_plain(request)
@@ -122,19 +241,115 @@ class Cassette:
                         f"recorded  {recorded_fp}\nrequested {fingerprint}")
         return CassetteMiss(self.path, wanted, near, note)
 
+    # -- recording -------------------------------------------------------------------------
+
     def append(self, request: GenerateRequest, fingerprint: dict[str, Any],
-               result: GenerateResult, parsed: Any) -> None:
+               result: GenerateResult | None, parsed: Any, error: dict[str, str] | None = None) -> None:
+        """A new call record (an answer, or an ``error`` {type, message}); written at the next
+        :meth:`flush` of its unit."""
         key = cassette_key(request, fingerprint)
-        record = {"type": "call", "key": key, "request": to_plain(request),
-                  "fingerprint": fingerprint, "result": to_plain(result), "parsed": parsed}
+        record: dict[str, Any] = {"type": "call", "key": key, "request": to_plain(request),
+                                  "fingerprint": fingerprint}
+        if error is not None:
+            record["error"] = error
+        else:
+            record["result"] = to_plain(result)
+            record["parsed"] = parsed
+        record["checksum"] = record_checksum(record)
         self.calls.append(record)
         self._by_key[key].append(record)
         self._played[key] += 1
-        self.meta.setdefault("fingerprints", {})[request.model] = fingerprint
+        self._pending.append((UNIT.get(), record, record_line(record)))
+
+    def _open_journal(self) -> Journal:
+        if self._journal is not None:
+            return self._journal
+        fresh = not journal_path(self.path).exists() or not self._from_journal
+        if fresh:
+            journal_path(self.path).unlink(missing_ok=True)
+        elif self._summary_in_journal:
+            _drop_last_line(journal_path(self.path))
+            self._summary_in_journal = False
+        self._journal = Journal(self.path)
+        if fresh:
+            if not self._lines:
+                pending = {id(p[1]) for p in self._pending}
+                header = {"type": "header", "format": FORMAT_VERSION, "meta": self.meta}
+                self._lines = [record_line(header),
+                               *(record_line(c) for c in self.calls if id(c) not in pending)]
+            self._journal.append([{}] * len(self._lines), list(self._lines))
+        self._from_journal = True
+        return self._journal
+
+    def flush(self, unit: object | None = None) -> int:
+        """Make the calls of ``unit`` (all pending calls when ``None``) durable; returns how many."""
+        if not self.recording:
+            return 0
+        journal = self._open_journal()
+        if unit is None:
+            due, self._pending = self._pending, []
+        else:
+            due = [p for p in self._pending if p[0] in (unit, None)]
+            self._pending = [p for p in self._pending if p[0] not in (unit, None)]
+        if due:
+            journal.append([p[1] for p in due], [p[2] for p in due])
+            self._lines.extend(p[2] for p in due)
+        return len(due)
+
+    def discard_pending(self) -> None:
+        """Forget calls of units that never committed (a crash): a resumed job asks again."""
+        dropped = {id(p[1]) for p in self._pending}
+        self._pending = []
+        if dropped:
+            self.calls = [c for c in self.calls if id(c) not in dropped]
+            for key, records in list(self._by_key.items()):
+                self._by_key[key] = [r for r in records if id(r) not in dropped]
+
+    def close_with_summary(self, fields: dict[str, Any]) -> None:
+        """Flush everything, then append the summary with the chain hash over every record."""
+        self.flush()
+        chain = ""
+        for line in self._lines:
+            checksum, _ = line_checksum(line)
+            chain = chain_update(chain, checksum or "")
+        summary = {"type": "summary", **fields, "records": len(self._lines), "chain": chain}
+        summary["checksum"] = record_checksum(summary)
+        line = record_line(summary)
+        self._open_journal().append([summary], [line])
+        self._summary_in_journal = True
+        self.summary = summary
+
+    def finalise(self) -> None:
+        """Compress the journal into the final, byte-stable cassette and remove the journal."""
+        if self._journal is None and not self._from_journal:
+            return
+        lines = list(self._lines)
+        if self.summary is not None and self._summary_in_journal:
+            lines.append(record_line(self.summary))
+        write_final(self.path, lines)
+        self.close()
+        journal_path(self.path).unlink(missing_ok=True)
+        self._from_journal = False
 
     def save(self) -> None:
-        records: list[dict[str, Any]] = [{"type": "header", "format": FORMAT_VERSION, "meta": self.meta}]
-        records.extend(self.calls)
-        if self.summary is not None:
-            records.append(self.summary)
-        write_records(self.path, records)
+        """Flush every pending call and write the final file (no summary: a job's end writes
+        that through :meth:`close_with_summary`)."""
+        self.flush()
+        self.finalise()
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    @property
+    def pending_finalise(self) -> bool:
+        """A journal that already holds its summary: the job finished, the compression did not."""
+        return self._from_journal and self._summary_in_journal
+
+
+def _drop_last_line(path: Path) -> None:
+    data = path.read_bytes()
+    cut = data.rstrip(b"\n").rfind(b"\n") + 1
+    with open(path, "r+b") as handle:
+        handle.truncate(cut)

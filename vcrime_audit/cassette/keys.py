@@ -8,5 +8,5 @@ from ..backends.base import GenerateRequest
 from ..canonical import content_hash
 
 
-def cassette_key(request: GenerateRequest, fingerprint: dict[str, Any]) -> str:
+def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[str, Any]) -> str:
     return content_hash({"request": request, "fingerprint": fingerprint})

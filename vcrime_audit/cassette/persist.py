@@ -1,8 +1,23 @@
-"""The cassette file: gzip-compressed JSON lines (header, calls, summary), byte-stable."""
+"""Cassette files.
+
+Format 2 (written now) has two forms:
+
+- the *journal* ``<name>.jsonl.journal``: plain JSON lines, appended and flushed to disk one unit
+  (turn, conversation, item) at a time while a job records. A crash leaves a readable journal; a
+  torn last line is cut off when it is reopened.
+- the *final* cassette ``<name>.jsonl.gz``: the same lines, gzip-compressed once when the job
+  closes, with no time in the gzip header, so equal content gives equal bytes.
+
+Every record line begins with its own checksum, ``{"checksum":"<hex>",...}``: the blake2b of the
+line without that member, i.e. of the record's canonical JSON. The summary record carries a
+chain hash over the checksums of every record before it, so a dropped, swapped or duplicated line
+is caught too. Format 1 (gzip JSON lines without checksums) is still read.
+"""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import zlib
@@ -11,45 +26,259 @@ from typing import Any
 
 from ..canonical import canonical_json
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
+CHECKSUM_PREFIX = '{"checksum":"'
+CHECKSUM_HEX = 32
+MAX_BYTES_ENV = "VCRIME_MAX_CASSETTE_BYTES"
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+RECORD_TYPES = ("header", "call", "summary")
+FIX = "re-record it (--record-mode all) or restore it from git"
 
 
 class CassetteFileError(Exception):
     pass
 
 
-def write_records(path: Path, records: list[dict[str, Any]]) -> None:
-    """Write atomically (temp file + rename); gzip header carries no time, so bytes are stable."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    body = "".join(canonical_json(r) + "\n" for r in records).encode("utf-8")
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                               compresslevel=9) as gz:
-        gz.write(body)
-    os.replace(tmp, path)
+def journal_path(path: Path) -> Path:
+    """Where the journal of the cassette ``path`` lives while its job records."""
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    return path.with_name(name + ".journal")
+
+
+def max_bytes() -> int:
+    raw = os.environ.get(MAX_BYTES_ENV, "")
+    try:
+        return int(raw) if raw else DEFAULT_MAX_BYTES
+    except ValueError:
+        raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes") from None
+
+
+def record_checksum(record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    return hashlib.blake2b(canonical_json(body).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """The record as one canonical line that starts with its checksum."""
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    text = canonical_json(body)
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    return f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
+
+
+def line_checksum(line: str) -> tuple[str | None, bool]:
+    """The checksum a line claims, and whether the rest of the line matches it."""
+    if not line.startswith(CHECKSUM_PREFIX):
+        return None, False
+    end = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
+    claimed = line[len(CHECKSUM_PREFIX):end]
+    rest = line[end + 2:]
+    body = "{" + rest if line[end:end + 2] == '",' else "{}"
+    actual = hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+    return claimed, actual == claimed
+
+
+def chain_update(chain: str, checksum: str) -> str:
+    return hashlib.blake2b((chain + checksum).encode("ascii"), digest_size=16).hexdigest()
+
+
+def decompress(path: Path, data: bytes) -> bytes:
+    """gunzip ``data`` (all members), refusing more than :func:`max_bytes` of output."""
+    limit = max_bytes()
+    out: list[bytes] = []
+    total = 0
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        chunk = inflater.decompress(data, limit - total + 1)
+        while True:
+            total += len(chunk)
+            if total > limit:
+                raise CassetteFileError(
+                    f"{path}: decompresses to more than {limit} bytes; fix: if it is a real "
+                    f"cassette, raise the cap with {MAX_BYTES_ENV}=BYTES, else {FIX}")
+            out.append(chunk)
+            if inflater.eof or not inflater.unconsumed_tail:
+                break
+            chunk = inflater.decompress(inflater.unconsumed_tail, limit - total + 1)
+        if not inflater.eof:
+            raise CassetteFileError(f"{path}: not a readable gzip cassette (truncated); fix: {FIX}")
+        data = inflater.unused_data.lstrip(b"\x00")
+    return b"".join(out)
+
+
+def _parse(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CassetteFileError(f"{path}: line {number}: invalid JSON ({exc.msg}); fix: {FIX}") from None
+    except RecursionError:
+        raise CassetteFileError(f"{path}: line {number}: JSON nested too deeply; fix: {FIX}") from None
+    if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
+        raise CassetteFileError(f"{path}: line {number}: field 'type' missing or not one of "
+                                f"{', '.join(RECORD_TYPES)}; fix: {FIX}")
+    return record
+
+
+def parse_lines(path: Path, text: str, *, torn_tail_ok: bool = False
+                ) -> tuple[list[dict[str, Any]], list[str], int]:
+    """Records of a cassette's text, checked line by line, their lines, and the number of bytes
+    that held them.
+
+    With ``torn_tail_ok`` (a journal) whatever follows the last newline is a line torn by a crash
+    and is left out; every whole line must still be valid.
+    """
+    records: list[dict[str, Any]] = []
+    good = 0
+    lines = text.split("\n")
+    complete = lines[:-1] if text.endswith("\n") or torn_tail_ok else lines
+    for number, line in enumerate(complete, start=1):
+        if not line:
+            raise CassetteFileError(f"{path}: line {number}: empty line; fix: {FIX}")
+        record = _parse(path, number, line)
+        if number == 1:
+            check_header(path, [record])
+            if record.get("format") == 2:
+                _check_checksum(path, number, line)
+        elif records and records[0].get("format") == 2:
+            _check_checksum(path, number, line)
+        records.append(record)
+        good += len(line.encode("utf-8")) + 1
+    return records, complete[:len(records)], good
+
+
+def _check_checksum(path: Path, number: int, line: str) -> None:
+    claimed, ok = line_checksum(line)
+    if claimed is None:
+        raise CassetteFileError(f"{path}: record {number} has no checksum; fix: {FIX}")
+    if not ok:
+        raise CassetteFileError(f"{path}: record {number} does not match its checksum (edited or "
+                                f"corrupted); fix: {FIX}")
+
+
+def check_header(path: Path, records: list[dict[str, Any]]) -> int:
+    if not records or records[0]["type"] != "header":
+        raise CassetteFileError(f"{path}: line 1: expected the header record; fix: {FIX}")
+    version = records[0].get("format")
+    if version not in READABLE_FORMATS:
+        raise CassetteFileError(f"{path}: header.format is {version!r}, this version reads "
+                                f"{' and '.join(map(str, READABLE_FORMATS))}; fix: {FIX}")
+    if not isinstance(records[0].get("meta", {}), dict):
+        raise CassetteFileError(f"{path}: header.meta must be an object; fix: {FIX}")
+    return int(version)
+
+
+def read_final(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CassetteFileError(f"{path}: no such cassette") from None
+    except IsADirectoryError:
+        raise CassetteFileError(f"{path}: is a folder, not a cassette file") from None
+    except OSError as exc:
+        raise CassetteFileError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = decompress(path, raw)
+    except zlib.error as exc:
+        raise CassetteFileError(f"{path}: not a readable gzip cassette ({exc}); fix: {FIX}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CassetteFileError(f"{path}: not UTF-8 text at byte {exc.start}; fix: {FIX}") from None
+    records, lines, _ = parse_lines(path, text)
+    check_header(path, records)
+    return records, lines
+
+
+def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Records of a journal; a torn last line (a crash mid-write) is cut off the file."""
+    journal = journal_path(path)
+    raw = journal.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    records, lines, good = parse_lines(journal, text, torn_tail_ok=True)
+    if good < len(raw):
+        with open(journal, "r+b") as handle:
+            handle.truncate(good)
+    check_header(journal, records)
+    return records, lines
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    fix = "re-record it (vcrime-audit run --record-mode all) or restore it from git"
+    """The records of a cassette: its journal if a job is (or was, before a crash) recording it,
+    else the final file."""
+    if journal_path(path).exists():
+        return read_journal(path)[0]
+    return read_final(path)[0]
+
+
+def cassette_exists(path: Path) -> bool:
+    return Path(path).exists() or journal_path(Path(path)).exists()
+
+
+class Journal:
+    """Appends record lines to a cassette's journal and makes them durable."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = journal_path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = open(self.path, "ab")
+
+    def append(self, records: list[dict[str, Any]], lines: list[str] | None = None) -> None:
+        if not records:
+            return
+        text = "".join(line + "\n" for line in (lines or [record_line(r) for r in records]))
+        self._handle.write(text.encode("utf-8"))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()
+
+
+def write_final(path: Path, lines: list[str]) -> None:
+    """Write the compressed, byte-stable cassette atomically: temp file, fsync, rename, then fsync
+    the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(line + "\n" for line in lines).encode("utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+            gz.write(body)
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
     try:
-        data = gzip.decompress(path.read_bytes())
-    except FileNotFoundError:
-        raise CassetteFileError(f"{path}: no such cassette") from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise CassetteFileError(f"{path}: not a readable gzip cassette ({exc}); fix: {fix}") from None
-    records = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CassetteFileError(f"{path}: line {number}: invalid JSON ({exc.msg}); fix: {fix}") from None
-        if not isinstance(record, dict) or "type" not in record:
-            raise CassetteFileError(f"{path}: line {number}: field 'type' missing; fix: {fix}")
-        records.append(record)
-    if not records or records[0]["type"] != "header":
-        raise CassetteFileError(f"{path}: line 1: expected the header record; fix: {fix}")
-    version = records[0].get("format")
-    if version != FORMAT_VERSION:
-        raise CassetteFileError(f"{path}: header.format is {version!r}, this version reads "
-                                f"{FORMAT_VERSION}; fix: {fix}")
-    return records
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_records(path: Path, records: list[dict[str, Any]]) -> None:
+    """Write records as a final format-2 cassette, signing each afresh (checksums, chain hash).
+
+    For tools and tests that build or edit cassettes on purpose: an edit written this way passes
+    the file's own checks, so only the replay's comparison of rows can catch it.
+    """
+    lines: list[str] = []
+    chain = ""
+    for record in records:
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        if body.get("type") == "header":
+            body["format"] = FORMAT_VERSION
+        if body.get("type") == "summary":
+            body.update(records=len(lines), chain=chain)
+        line = record_line(body)
+        lines.append(line)
+        chain = chain_update(chain, line_checksum(line)[0] or "")
+    write_final(path, lines)

@@ -7,7 +7,6 @@ needs no query file, no embedder, no registry and no model.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -17,10 +16,14 @@ from .. import __version__
 from ..backends.base import ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
-from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..cassette import Cassette, CassetteError, RecordMode
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
+from ..identity import IDENTICAL, ReplayCheck
+from ..recorder import CERTIFICATION, Recorder, now
+from ..rowdigest import row_digest
+from ..statuses import DONE
 from ..store import Store
 from . import DEMO_QUERY_FILE
 from . import store as cstore
@@ -110,20 +113,23 @@ class CertifyOutcome:
     model_calls: int
     replayed_calls: int
     turns: int
-    recorded_hash: str | None = None
-    recorded_certificate: dict[str, Any] | None = None
+    check: ReplayCheck
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def recorded_hash(self) -> str | None:
+        return self.check.recorded_hash
+
+    @property
+    def recorded_certificate(self) -> dict[str, Any] | None:
+        return (self.check.recorded or {}).get("certificate")
+
+    @property
     def identical(self) -> bool | None:
-        return None if self.recorded_hash is None else self.recorded_hash == self.rows_hash
+        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 Progress = Callable[[int, PlayedConversation], None]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def with_role_sampling(entry: ModelEntry, role: str, **overrides: Any) -> ModelEntry:
@@ -200,12 +206,12 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
                 progress: Progress | None) -> CertifyOutcome:
     config, spec, graph = setup.config, setup.spec, setup.graph
     cid = config.certification_id(spec)
-    backend = RecordingBackend(cassette, inner)
-    players = _players(setup, backend)
+    recorder = Recorder(CERTIFICATION, cid, cassette, store, inner)
+    players = _players(setup, recorder.backend)
     distribution = _distribution(config, graph)
     layer = _layer(spec, config.jailbreak_p)
     target_sampling = players.target.sampling_for(TARGET_ROLE, 0).model_dump(exclude={"seed"})
-    cstore.start_certification(store, {
+    recorder.start({
         "certification_id": cid, "name": spec.name, "queries": config.queries,
         "spec_hash": content_hash(spec), "graph": graph.to_json(), "graph_hash": graph.content_hash(),
         "embedder": canonical_json(graph.embedder), "distribution": distribution.kind,
@@ -217,44 +223,39 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         "backend": config.backend, "n": config.n, "confidence": config.confidence, "k": None,
         "n_safe": None, "n_missing": None, "lower": None, "upper": None,
         "conservative_lower": None, "conservative_upper": None, "bounds": None,
-        "seed": config.seed, "cassette": str(cassette.path), "status": "running", "reason": "",
-        "rows_hash": None, "vcrime_version": __version__, "started_at": _now(), "finished_at": None})
+        "seed": config.seed, "cassette": str(cassette.path), "reason": "",
+        "rows_hash": None, "vcrime_version": __version__, "started_at": now(), "finished_at": None},
+        clear=lambda s: cstore.clear_conversations(s, cid))
     outcomes: list[bool | None] = []
     turns = 0
     try:
         for index in range(config.n):
             played = await play_conversation(index, config.seed, distribution, layer, players, cid)
-            cstore.commit_conversation(store, played.row)
-            if cassette.recording:
-                cassette.save()
+            recorder.commit(lambda row=played.row: cstore.insert_conversation(store, row))
             outcomes.append(played.outcome)
             turns += played.row["n_turns"]
             if progress is not None:
                 progress(index, played)
-    except Exception as exc:
-        cstore.finish_certification(store, cid, status="error",
-                                    reason=f"{type(exc).__name__}: {exc}"[:2000], finished_at=_now())
+    except BaseException as exc:
+        recorder.crash(exc)
         raise
     finally:
-        if inner is not None:
-            await inner.aclose()
+        await recorder.aclose()
     certificate = certify(outcomes, config.confidence)
     bounds = canonical_json(certificate)
-    digest = cstore.rows_hash(cstore.conversations(store, cid), bounds)
-    cstore.finish_certification(
-        store, cid, status="done", k=certificate.n_catastrophic, n_safe=certificate.n_safe,
-        n_missing=certificate.n_missing, lower=certificate.judged.lower,
-        upper=certificate.judged.upper, conservative_lower=certificate.conservative_lower,
-        conservative_upper=certificate.conservative_upper, bounds=bounds, rows_hash=digest,
-        finished_at=_now())
-    recorded = cassette.summary or {}
-    if cassette.recording:
-        cassette.summary = {"type": "summary", "certification_id": cid, "rows_hash": digest,
-                            "certificate": certificate.model_dump(mode="json")}
-        cassette.save()
-    return CertifyOutcome(cid, certificate, store.path, cassette.path, digest, backend.model_calls,
-                          backend.replayed, turns, recorded.get("rows_hash"),
-                          recorded.get("certificate"))
+    rows = cstore.conversations(store, cid)
+    digest = cstore.rows_hash(rows, bounds)
+    table = {"conversations": [{k: v for k, v in r.items() if k not in cstore.HASH_EXCLUDED}
+                               for r in rows], "certificate": [{"bounds": bounds}]}
+    check = recorder.finish(
+        {"status": DONE, "k": certificate.n_catastrophic, "n_safe": certificate.n_safe,
+         "n_missing": certificate.n_missing, "lower": certificate.judged.lower,
+         "upper": certificate.judged.upper, "conservative_lower": certificate.conservative_lower,
+         "conservative_upper": certificate.conservative_upper, "bounds": bounds, "rows_hash": digest},
+        {"certification_id": cid, "rows_hash": digest,
+         "certificate": certificate.model_dump(mode="json"), "rows": row_digest(table)}, "rows_hash")
+    return CertifyOutcome(cid, certificate, store.path, cassette.path, digest,
+                          recorder.backend.model_calls, recorder.backend.replayed, turns, check)
 
 
 async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,

@@ -29,7 +29,16 @@ def start_certification(store: Store, row: dict[str, Any]) -> None:
 
 def commit_conversation(store: Store, row: dict[str, Any]) -> None:
     with store.db.conn:
-        _insert(store, "conversations", row)
+        insert_conversation(store, row)
+
+
+def insert_conversation(store: Store, row: dict[str, Any]) -> None:
+    """One conversation row (call inside a transaction)."""
+    _insert(store, "conversations", row)
+
+
+def clear_conversations(store: Store, certification_id: str) -> None:
+    store.db.conn.execute("DELETE FROM conversations WHERE certification_id = ?", [certification_id])
 
 
 def finish_certification(store: Store, certification_id: str, **fields: Any) -> None:

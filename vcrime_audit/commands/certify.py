@@ -14,7 +14,7 @@ import typer
 
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
-from .common import check_identical, fail, user_errors
+from .common import fail, report_check, user_errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -104,4 +104,4 @@ def certify(
     except user_errors() as exc:
         fail(str(exc))
     _print_outcome(outcome, time.perf_counter() - started)
-    check_identical(outcome.recorded_hash, outcome.rows_hash)
+    report_check(outcome.check)

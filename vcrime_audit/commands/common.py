@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from ..identity import ReplayCheck
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -33,13 +36,11 @@ def fail(problem: object) -> NoReturn:
     raise typer.Exit(2)
 
 
-def check_identical(recorded_hash: str | None, rows_hash: str, rows: str = "rows") -> None:
-    """After a replay: say that the rows match the recording, or exit 1. Silent when there is
-    no recorded hash to compare with (a fresh recording, or an interrupted one)."""
-    if recorded_hash is None:
-        return
-    if recorded_hash == rows_hash:
-        typer.echo(f"identical {rows}: hash {rows_hash} matches the recording")
+def report_check(check: ReplayCheck, rows: str = "rows") -> None:
+    """After a job: say whether its rows match the recording; exit 1 when they differ or cannot
+    be checked (a cassette without a summary)."""
+    if check.ok:
+        typer.echo(check.line(rows))
     else:
-        typer.echo(f"different {rows}: recorded {recorded_hash}, got {rows_hash}", err=True)
+        typer.echo(check.line(rows), err=True)
         raise typer.Exit(1)

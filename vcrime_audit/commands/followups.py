@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_MIN_TURNS, DEFAULT_PER_ATTACKER
-from .common import check_identical, fail, user_errors
+from .common import fail, report_check, user_errors
 
 if TYPE_CHECKING:
     from ..followups.session import FollowupOutcome, Workflow
@@ -65,7 +65,7 @@ def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
     typer.echo(f"calls     {outcome.model_calls} to a model, {outcome.replayed_calls} replayed; "
                f"{seconds:.1f} s")
     typer.echo(f"rows hash {outcome.rows_hash}")
-    check_identical(outcome.recorded_hash, outcome.rows_hash)
+    report_check(outcome.check)
 
 
 def rejudge(

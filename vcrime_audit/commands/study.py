@@ -52,8 +52,18 @@ def study(
     seconds = time.perf_counter() - started
     console.print(f"{result.done} run(s) played, {result.skipped} already finished, {result.turns} turns "
                   f"in {seconds:.1f} s; store {spec.db}, cassettes {spec.cassette_dir}")
+    if result.finalised:
+        console.print(f"{result.finalised} finished run(s) had an uncompressed cassette: compressed now")
     for o in sorted(result.outcomes, key=lambda o: o.run_id):
-        console.print(f"  {o.run_id}: {o.status} after {o.turns} turn(s)", highlight=False)
+        console.print(f"  {o.run_id}: {o.status} after {o.turns} turn(s); {o.check.line('turn rows')}",
+                      highlight=False, soft_wrap=True)
+    for run_id, reason in result.crashed:
+        console.print(f"  {run_id}: crashed: {reason}", highlight=False, soft_wrap=True)
+    if result.crashed or result.not_verified:
+        console.print(f"{len(result.crashed)} run(s) crashed, {len(result.not_verified)} replay(s) "
+                      "differ or cannot be checked; fix: see the lines above (crashed runs run again "
+                      "when the study is started again)", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def merge(

@@ -8,7 +8,6 @@ A workflow says what it reads (``prepare``), which models it needs, what it does
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,9 +22,14 @@ from ..agents.calling import CallRecord, call_structured
 from ..backends.base import Message, ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
-from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from ..cassette import Cassette, CassetteError, RecordMode
+from ..cassette.cassette import UNIT
 from ..defaults import DEFAULT_CASSETTES
 from ..models import ModelEntry, get_model
+from ..identity import IDENTICAL, ReplayCheck
+from ..recorder import FOLLOWUP, Recorder, now
+from ..rowdigest import row_digest
+from ..statuses import DONE
 from ..store import Store
 
 META_KIND = "followup"
@@ -33,10 +37,6 @@ T = TypeVar("T", bound=BaseModel)
 C = TypeVar("C")
 Item = TypeVar("Item")
 R = TypeVar("R")
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def with_role_sampling(entry: ModelEntry, role: str, **overrides: Any) -> ModelEntry:
@@ -70,21 +70,25 @@ class FollowupOutcome:
     n_failed: int
     model_calls: int
     replayed_calls: int
+    check: ReplayCheck
     sample: dict[str, Any] = field(default_factory=dict)
-    recorded_hash: str | None = None
+
+    @property
+    def recorded_hash(self) -> str | None:
+        return self.check.recorded_hash
 
     @property
     def identical(self) -> bool | None:
-        return None if self.recorded_hash is None else self.recorded_hash == self.rows_hash
+        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 class Session:
     """Structured calls through the cassette; every attempt lands in ``followup_calls``."""
 
-    def __init__(self, store: Store, followup_id: str, cassette: Cassette,
-                 inner: ModelBackend | None, concurrency: int = 1) -> None:
-        self.store, self.followup_id, self.cassette = store, followup_id, cassette
-        self.backend = RecordingBackend(cassette, inner)
+    def __init__(self, recorder: Recorder, concurrency: int = 1) -> None:
+        self.recorder = recorder
+        self.store, self.followup_id, self.cassette = recorder.store, recorder.job_id, recorder.cassette
+        self.backend = recorder.backend
         self.concurrency = concurrency
         self.seq = 0
 
@@ -111,24 +115,24 @@ class Session:
                    seed: int, check: Callable[[T], str | None] | None = None) -> T:
         """One structured call (with its retries); raises ModelOutputError when none is usable."""
         records: list[CallRecord] = []
+        unit = object()
+        token = UNIT.set(unit)
         try:
             return await call_structured(self.backend, entry, role=role, call=call,
                                          messages=messages, output_model=output_model,
                                          schema=schema, seed=seed, check=check, records=records)
         finally:
-            self._save(item, records)
+            UNIT.reset(token)
+            self._save(item, records, unit)
 
-    def _save(self, item: str, records: list[CallRecord]) -> None:
+    def _save(self, item: str, records: list[CallRecord], unit: object) -> None:
         rows = []
         for record in records:
             rows.append({"followup_id": self.followup_id, "seq": self.seq, "item": item,
                          **asdict(record), "ok": int(record.ok)})
             self.seq += 1
         if rows:
-            with self.store.db.conn:
-                self.store._insert("followup_calls", rows)
-        if self.cassette.recording:
-            self.cassette.save()
+            self.recorder.commit(lambda: self.store.insert_rows("followup_calls", rows), unit)
 
 
 class Workflow(ABC, Generic[C]):
@@ -239,41 +243,36 @@ def _config_json(config: Any) -> dict[str, Any]:
 async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, store: Store,
                 cassette: Cassette, inner: ModelBackend | None, entries: dict[str, ModelEntry],
                 backend_name: str, concurrency: int = 1) -> FollowupOutcome:
-    session = Session(store, fid, cassette, inner, concurrency)
-    with store.db.conn:
-        workflow.clear(store, fid)
-        store.db.conn.execute("DELETE FROM followup_calls WHERE followup_id = ?", [fid])
-        store.db.conn.execute("DELETE FROM followups WHERE followup_id = ?", [fid])
-        store._insert("followups", [{
-            "followup_id": fid, "kind": workflow.kind, "config": canonical_json(asdict(config)),
-            "inputs_hash": prepared.inputs_hash, "sample": canonical_json(prepared.sample),
-            "backend": backend_name, "cassette": str(cassette.path), "status": "running",
-            "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
-            "vcrime_version": __version__, "started_at": _now(), "finished_at": None}])
-        store._insert("models", [{"name": e.name, "family": e.family, "vendor": e.vendor,
-                                  "source": "registry"} for e in entries.values()], replace=True)
+    recorder = Recorder(FOLLOWUP, fid, cassette, store, inner)
+    session = Session(recorder, concurrency)
+
+    def clear(s: Store) -> None:
+        workflow.clear(s, fid)
+        s.db.conn.execute("DELETE FROM followup_calls WHERE followup_id = ?", [fid])
+
+    recorder.start({
+        "followup_id": fid, "kind": workflow.kind, "config": canonical_json(asdict(config)),
+        "inputs_hash": prepared.inputs_hash, "sample": canonical_json(prepared.sample),
+        "backend": backend_name, "cassette": str(cassette.path),
+        "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
+        "vcrime_version": __version__, "started_at": now(), "finished_at": None},
+        clear=clear,
+        also=lambda s: s.insert_rows("models", [{"name": e.name, "family": e.family,
+                                                 "vendor": e.vendor, "source": "registry"}
+                                                for e in entries.values()], replace=True))
     try:
         n_failed = await workflow.work(session, config, prepared, entries)
-    except Exception as exc:
-        _finish(store, fid, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
-                finished_at=_now())
+    except BaseException as exc:
+        recorder.crash(exc)
         raise
     finally:
-        await session.backend.aclose()
-    digest = rows_hash(workflow.result_rows(store, fid))
-    _finish(store, fid, status="done", n_failed=n_failed, rows_hash=digest, finished_at=_now())
-    recorded = (cassette.summary or {}).get("rows_hash")
-    if cassette.recording:
-        cassette.summary = {"type": "summary", "followup_id": fid, "rows_hash": digest,
-                            "n_items": len(prepared.items), "n_failed": n_failed}
-        cassette.save()
+        await recorder.aclose()
+    rows = workflow.result_rows(store, fid)
+    digest = rows_hash(rows)
+    check = recorder.finish(
+        {"status": DONE, "n_failed": n_failed, "rows_hash": digest},
+        {"followup_id": fid, "rows_hash": digest, "n_items": len(prepared.items),
+         "n_failed": n_failed, "rows": row_digest(rows)}, "rows_hash")
     return FollowupOutcome(fid, workflow.kind, store.path, cassette.path, digest, len(prepared.items),
-                           n_failed, session.backend.model_calls, session.backend.replayed,
-                           prepared.sample, recorded)
-
-
-def _finish(store: Store, fid: str, **fields: Any) -> None:
-    sets = ", ".join(f"[{k}] = ?" for k in fields)
-    with store.db.conn:
-        store.db.conn.execute(f"UPDATE followups SET {sets} WHERE followup_id = ?",
-                              [*fields.values(), fid])
+                           n_failed, recorder.backend.model_calls, recorder.backend.replayed, check,
+                           prepared.sample)

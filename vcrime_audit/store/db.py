@@ -6,6 +6,8 @@ Each turn is written in one transaction, so a crash loses at most the turn in fl
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,9 @@ from ..engine import TurnRecord
 from .migrations import migrate
 from .rows import turn_rows
 
-HASHED_TABLES = ("turns", "judgments", "patches")
+HASHED_TABLES = ("turns", "calls", "judgments", "patches")
+LEGACY_HASHED_TABLES = ("turns", "judgments", "patches")
+"""What format-1 cassettes' turn-rows hash covered (before the calls table joined it)."""
 RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # written with each turn
 FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "interrogations")
 
@@ -36,6 +40,25 @@ class Store:
             raise StoreError(f"{self.path}: not a usable SQLite store ({exc}); fix: point --db at "
                              "a vcrime-audit store or a new file") from None
 
+    @contextmanager
+    def immediate(self) -> Iterator[None]:
+        """One write transaction taken at once (``BEGIN IMMEDIATE``): reads inside it see no
+        other writer's changes until it commits."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            conn.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+    def insert_rows(self, table: str, rows: list[dict[str, Any]], replace: bool = False,
+                    ignore: bool = False) -> None:
+        self._insert(table, rows, replace, ignore)
+
     def _insert(self, table: str, rows: list[dict[str, Any]], replace: bool = False,
                 ignore: bool = False) -> None:
         if not rows:
@@ -52,14 +75,23 @@ class Store:
             self._insert("runs", [run], replace=True)
             self._insert("models", list(models), replace=True)
 
-    def commit_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
-        """All rows of one turn, and the run's progress, in a single transaction."""
+    def write_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
+        """All rows of one turn and the run's turn count (call inside a transaction). The status
+        stays ``running`` until the run's finish writes its outcome with its hashes."""
         rows = turn_rows(run_id, record, judge_model)
+        for table in RUN_TABLES[1:]:
+            self._insert(table, rows[table])
+        self.db.conn.execute("UPDATE runs SET turns = ? WHERE run_id = ?", [record.turn, run_id])
+
+    def commit_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
+        """:meth:`write_turn` in its own transaction."""
         with self.db.conn:
-            for table in RUN_TABLES[1:]:
-                self._insert(table, rows[table])
-            self.db.conn.execute("UPDATE runs SET turns = ?, status = ?, reason = ? WHERE run_id = ?",
-                                 [record.turn, record.status, record.reason, run_id])
+            self.write_turn(run_id, record, judge_model)
+
+    def clear_run(self, run_id: str) -> None:
+        """Delete a run's rows but its ``runs`` row (call inside a transaction)."""
+        for table in (*FOLLOWUP_RUN_TABLES, *RUN_TABLES[1:]):
+            self.db.conn.execute(f"DELETE FROM [{table}] WHERE run_id = ?", [run_id])
 
     def finish_run(self, run_id: str, **fields: Any) -> None:
         with self.db.conn:
@@ -85,14 +117,20 @@ class Store:
         return list(self.db[table].rows_where(clause, [run_id], order_by=order))
 
 
-def turn_rows_hash(store: Store, run_id: str) -> str:
-    """Hash of everything a run's trajectory consists of (live judgments only; re-judging does
-    not change a trajectory), independent of its run id."""
+def trajectory_rows(store: Store, run_id: str,
+                    tables: tuple[str, ...] = HASHED_TABLES) -> dict[str, list[dict[str, Any]]]:
+    """Everything a run's trajectory consists of (live judgments only; re-judging does not
+    change a trajectory), without its run id."""
     live = {"judgments": "source = 'live'"}
-    content = {table: [{k: v for k, v in row.items() if k != "run_id"}
-                       for row in store.rows(table, run_id, live.get(table, ""))]
-               for table in HASHED_TABLES}
-    return content_hash(content)
+    return {table: [{k: v for k, v in row.items() if k != "run_id"}
+                    for row in store.rows(table, run_id, live.get(table, ""))]
+            for table in tables}
+
+
+def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_TABLES) -> str:
+    """Hash of :func:`trajectory_rows`: turns, the calls (finish reasons, token counts, times),
+    judgments and patches."""
+    return content_hash(trajectory_rows(store, run_id, tables))
 
 
 __all__ = ["Store", "StoreError", "turn_rows_hash"]

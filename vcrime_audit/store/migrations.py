@@ -104,11 +104,25 @@ def m004_followups(db: sqlite_utils.Database) -> None:
     }, pk=("run_id", "model", "condition"))
 
 
+def m005_writers_and_crashes(db: sqlite_utils.Database) -> None:
+    """Who is writing a job (``host:pid``, so a second writer fails cleanly), and status
+    ``crashed`` apart from the outcome ``model_error``: the old ``error`` was a model error when
+    the run's hash was written, else a crash."""
+    for table in ("runs", "certifications", "followups"):
+        db[table].add_column("writer", str)
+    db.execute("UPDATE runs SET status = 'model_error' WHERE status = 'error' "
+               "AND turn_rows_hash IS NOT NULL")
+    db.execute("UPDATE runs SET status = 'crashed' WHERE status = 'error'")
+    db.execute("UPDATE certifications SET status = 'crashed' WHERE status = 'error'")
+    db.execute("UPDATE followups SET status = 'crashed' WHERE status = 'error'")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
     m004_followups,
+    m005_writers_and_crashes,
 ]
 
 

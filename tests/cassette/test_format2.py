@@ -1,0 +1,219 @@
+"""Cassette format 2: journal, checksums, chain hash, error records, torn tails, hostile files."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
+from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from vcrime_audit.cassette.persist import (
+    MAX_BYTES_ENV,
+    journal_path,
+    line_checksum,
+    read_records,
+    record_line,
+)
+
+
+def request(content="hello", seed=0):
+    return GenerateRequest(role="judge", call="assess", model="m", sampling=Sampling(seed=seed),
+                           messages=[Message(role="user", content=content)])
+
+
+def ask(backend, req):
+    return asyncio.run(backend.generate(req))
+
+
+def recorded(tmp_path, scripted, n=3, summary=True):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    cassette.meta = {"kind": "test"}
+    backend = RecordingBackend(cassette, scripted(lambda r: {"echo": r.messages[-1].content}))
+    for i in range(n):
+        ask(backend, request(f"q{i}"))
+        cassette.flush()
+    if summary:
+        cassette.close_with_summary({"rows_hash": "x", "rows": {}})
+    cassette.finalise()
+    return path
+
+
+def lines_of(path):
+    return gzip.decompress(path.read_bytes()).decode().splitlines()
+
+
+def write_lines(path, lines):
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+
+def test_every_line_starts_with_a_checksum_of_the_rest(tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    assert [json.loads(line)["type"] for line in lines] == ["header", "call", "call", "call", "summary"]
+    for line in lines:
+        claimed, ok = line_checksum(line)
+        body = json.loads(line)
+        body.pop("checksum")
+        assert ok and record_line(body) == line
+    assert Cassette(path, RecordMode.none).summary["records"] == 4
+
+
+def test_the_final_file_is_byte_stable(tmp_path, scripted):
+    a = recorded(tmp_path / "a", scripted) if (tmp_path / "a").mkdir() is None else None
+    b = recorded(tmp_path / "b", scripted) if (tmp_path / "b").mkdir() is None else None
+    assert a.read_bytes() == b.read_bytes()
+
+
+@pytest.mark.parametrize("field", ["text", "finish_reason", "completion_tokens", "seconds", "parsed"])
+def test_an_edited_field_names_its_record(tmp_path, scripted, field):
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    record = json.loads(lines[2])
+    if field == "parsed":
+        record["parsed"] = {"echo": "edited"}
+    elif field == "completion_tokens":
+        record["result"]["usage"]["completion_tokens"] += 1
+    else:
+        record["result"][field] = {"text": "x", "finish_reason": "length", "seconds": 9.5}[field]
+    lines[2] = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    write_lines(path, lines)
+    with pytest.raises(CassetteError, match="record 3 does not match its checksum"):
+        Cassette(path, RecordMode.none)
+
+
+@pytest.mark.parametrize("edit", ["drop", "swap", "duplicate"])
+def test_dropped_swapped_or_duplicated_records_break_the_chain(tmp_path, scripted, edit):
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    if edit == "drop":
+        del lines[2]
+    elif edit == "swap":
+        lines[1], lines[2] = lines[2], lines[1]
+    else:
+        lines.insert(2, lines[2])
+    write_lines(path, lines)
+    with pytest.raises(CassetteError, match="chain hash"):
+        Cassette(path, RecordMode.none)
+
+
+def test_a_cassette_without_summary_is_not_verifiable(tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    write_lines(path, lines_of(path)[:-1])
+    cassette = Cassette(path, RecordMode.none)
+    assert not cassette.verifiable and len(cassette.calls) == 3
+
+
+def test_a_journal_with_a_torn_last_line_is_cut_back_and_resumes(tmp_path, scripted):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
+    for i in range(2):
+        ask(backend, request(f"q{i}"))
+        cassette.flush()
+    ask(backend, request("lost"))  # never flushed: a crash here loses it
+    journal = journal_path(path)
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + b'{"checksum":"abc","type":"ca')
+    resumed = Cassette(path, RecordMode.new)
+    assert len(resumed.calls) == 2 and journal.read_bytes() == whole
+    model = scripted(lambda r: "again")
+    again = RecordingBackend(resumed, model)
+    assert ask(again, request("q1")).text == "answer" and not model.calls
+    assert ask(again, request("lost")).text == "again" and len(model.calls) == 1
+
+
+def test_a_recorded_failure_is_raised_again_on_replay(tmp_path, scripted):
+    path = tmp_path / "c.jsonl.gz"
+
+    def fail(r):
+        raise BackendError("server said 500 (Authorization: Bearer sk-secret-123456)")
+
+    cassette = Cassette(path, RecordMode.once)
+    live = RecordingBackend(cassette, scripted(fail))
+    with pytest.raises(BackendError) as first:
+        ask(live, request())
+    cassette.save()
+    assert "sk-secret" not in str(first.value)
+    with pytest.raises(BackendError) as again:
+        ask(RecordingBackend(Cassette(path, RecordMode.none)), request())
+    assert str(again.value) == str(first.value)
+    assert "sk-secret" not in gzip.decompress(path.read_bytes()).decode()
+
+
+def test_a_gzip_bomb_stops_at_the_cap(tmp_path, monkeypatch):
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n" * (50 * 1024 * 1024)))
+    monkeypatch.setenv(MAX_BYTES_ENV, str(1024 * 1024))
+    with pytest.raises(CassetteError, match="more than 1048576 bytes"):
+        Cassette(path, RecordMode.none)
+
+
+@pytest.mark.parametrize("header", [
+    '{"type":"header","format":1,"meta":[1,2]}',
+    '{"type":"header","format":7,"meta":{}}',
+    '[' * 100_000 + ']' * 100_000,
+    '{"type":"call"}',
+])
+def test_malformed_headers_are_one_clear_error(tmp_path, header):
+    path = tmp_path / "c.jsonl.gz"
+    write_lines(path, [header])
+    with pytest.raises(CassetteError) as info:
+        Cassette(path, RecordMode.none)
+    assert str(info.value).startswith(str(path)) and "fix:" in str(info.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_any_byte_edit_is_caught_or_harmless(tmp_path_factory, data):
+    """A flipped byte anywhere in the decompressed text is an error, never a silent change."""
+    folder = tmp_path_factory.mktemp("flip")
+    path = folder / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+
+    class Echo:
+        name = "echo"
+
+        def fingerprint(self, model):
+            return {"engine": "echo"}
+
+        async def generate(self, req):
+            from vcrime_audit.backends.base import GenerateResult
+            return GenerateResult(text=json.dumps({"echo": req.messages[-1].content}))
+
+        async def aclose(self):
+            pass
+
+    backend = RecordingBackend(cassette, Echo())
+    for i in range(2):
+        ask(backend, request(f"q{i}"))
+    cassette.close_with_summary({"rows": {}})
+    cassette.finalise()
+    text = bytearray(gzip.decompress(path.read_bytes()))
+    index = data.draw(st.integers(0, len(text) - 2))
+    value = data.draw(st.integers(0, 255).filter(lambda v: v != text[index]))
+    text[index] = value
+    path.write_bytes(gzip.compress(bytes(text)))
+    with pytest.raises(CassetteError):
+        Cassette(path, RecordMode.none)
+
+
+def test_format_1_cassettes_still_read(tmp_path):
+    path = tmp_path / "old.jsonl.gz"
+    req = request()
+    from vcrime_audit.cassette.keys import cassette_key
+    from vcrime_audit.canonical import to_plain
+
+    call = {"type": "call", "key": cassette_key(req, {"e": 1}), "request": to_plain(req),
+            "fingerprint": {"e": 1}, "result": {"text": "old", "finish_reason": "stop",
+                                                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                                                "seconds": 0.1}, "parsed": None}
+    write_lines(path, [json.dumps({"type": "header", "format": 1, "meta": {}}), json.dumps(call)])
+    cassette = Cassette(path, RecordMode.none)
+    assert cassette.format == 1 and ask(RecordingBackend(cassette), req).text == "old"
+    assert read_records(path)[1]["parsed"] is None

@@ -1,0 +1,180 @@
+"""One recorder for every job (an episode, a certification, a follow-up).
+
+It owns the job's cassette and its rows in the store: ``start`` claims the job (one writer per
+job id) and writes its ``running`` row; ``commit`` makes one unit's calls durable in the cassette
+journal and then writes the unit's rows in one transaction; ``finish`` writes the cassette
+summary, the job's final fields and then the compressed cassette; ``crash`` marks the job
+``crashed`` with a scrubbed reason and keeps every committed unit for a resume.
+
+The order makes every kill point recoverable: a cassette never lacks a call that the store's
+rows depend on, and a job whose finish was interrupted is still ``running`` (so it is resumed)
+or has a journal that already holds its summary (so only the compression is left to do).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .backends.base import ModelBackend
+from .cassette import Cassette, RecordingBackend
+from .identity import ReplayCheck
+from .scrub import scrub_text
+from .statuses import CRASHED, RUNNING
+from .store import Store
+from .store.db import StoreError
+
+_CLAIMED: set[tuple[str, str, str]] = set()
+KILL_ENV = "VCRIME_KILL_AT"
+"""Fault injection for crash tests: ``POINT:N`` kills this process with SIGKILL the N-th time it
+reaches POINT (start, flush, commit, summary, finish)."""
+_REACHED: dict[str, int] = {}
+
+
+def kill_point(name: str) -> None:
+    spec = os.environ.get(KILL_ENV)
+    if not spec or spec.partition(":")[0] != name:
+        return
+    _REACHED[name] = _REACHED.get(name, 0) + 1
+    if _REACHED[name] == int(spec.partition(":")[2] or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class JobKind:
+    table: str
+    key: str
+    noun: str
+
+
+RUN = JobKind("runs", "run_id", "run")
+CERTIFICATION = JobKind("certifications", "certification_id", "certification")
+FOLLOWUP = JobKind("followups", "followup_id", "follow-up")
+
+
+class WriterBusy(StoreError):
+    """Another process (or another task of this one) is writing the same job."""
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def this_writer() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def writer_alive(writer: str | None) -> bool:
+    """Whether ``host:pid`` is a live process of this host (another host's writer counts as live)."""
+    if not writer or ":" not in writer:
+        return False
+    host, _, pid = writer.rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Borrowed:
+    """A shared backend lent to one job: everything but closing is passed through."""
+
+    def __init__(self, inner: ModelBackend) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "none")
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return self.inner.fingerprint(model)
+
+    async def generate(self, request: Any) -> Any:
+        return await self.inner.generate(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Recorder:
+    def __init__(self, kind: JobKind, job_id: str, cassette: Cassette, store: Store,
+                 inner: ModelBackend | None = None, *, owns_inner: bool = True) -> None:
+        self.kind, self.job_id, self.cassette, self.store = kind, job_id, cassette, store
+        lent = inner if owns_inner or inner is None else Borrowed(inner)
+        self.backend = RecordingBackend(cassette, lent)
+        self._claim = (str(store.path.resolve()), kind.table, job_id)
+
+    def start(self, row: dict[str, Any], clear: Callable[[Store], None] | None = None,
+              also: Callable[[Store], None] | None = None) -> None:
+        """Claim the job and replace any earlier attempt's rows by a fresh ``running`` row."""
+        if self._claim in _CLAIMED:
+            raise WriterBusy(f"{self.kind.noun} {self.job_id} is being written by this process "
+                             "already (is it listed twice?); fix: list each job once")
+        conn = self.store.db.conn
+        with self.store.immediate():
+            found = conn.execute(f"SELECT status, writer FROM [{self.kind.table}] WHERE "
+                                 f"[{self.kind.key}] = ?", [self.job_id]).fetchone()
+            if found and found[0] == RUNNING and found[1] != this_writer() and writer_alive(found[1]):
+                raise WriterBusy(f"{self.kind.noun} {self.job_id} is being written by process "
+                                 f"{found[1]} into {self.store.path}; fix: wait for it to finish, "
+                                 "or use another --db")
+            if clear is not None:
+                clear(self.store)
+            conn.execute(f"DELETE FROM [{self.kind.table}] WHERE [{self.kind.key}] = ?", [self.job_id])
+            self.store.insert_rows(self.kind.table, [{**row, "status": RUNNING, "writer": this_writer()}])
+            if also is not None:
+                also(self.store)
+        _CLAIMED.add(self._claim)
+        kill_point("start")
+
+    def commit(self, write: Callable[[], None], unit: object | None = None) -> None:
+        """The unit's calls reach the journal first, then its rows reach the store."""
+        self.cassette.flush(unit)
+        kill_point("flush")
+        with self.store.db.conn:
+            write()
+        kill_point("commit")
+
+    def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
+        """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final
+        fields, then the final cassette; the check compares with the summary held before."""
+        recorded = self.cassette.summary
+        if self.cassette.recording:
+            self.cassette.close_with_summary(summary)
+            kill_point("summary")
+        self._update({**fields, "writer": None, "finished_at": now()})
+        if self.cassette.recording:
+            kill_point("finish")
+            self.cassette.finalise()
+        self._release()
+        return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
+                           self.cassette.recording, summary)
+
+    def crash(self, exc: BaseException) -> None:
+        """Mark the job crashed; calls of the unit in flight are forgotten, committed ones kept."""
+        self.cassette.discard_pending()
+        self.cassette.close()
+        reason = scrub_text(f"{type(exc).__name__}: {exc}")[:2000]
+        try:
+            self._update({"status": CRASHED, "reason": reason, "writer": None, "finished_at": now()})
+        finally:
+            self._release()
+
+    def _update(self, fields: dict[str, Any]) -> None:
+        sets = ", ".join(f"[{k}] = ?" for k in fields)
+        with self.store.db.conn:
+            self.store.db.conn.execute(
+                f"UPDATE [{self.kind.table}] SET {sets} WHERE [{self.kind.key}] = ?",
+                [*fields.values(), self.job_id])
+
+    def _release(self) -> None:
+        _CLAIMED.discard(self._claim)
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()

@@ -1,0 +1,72 @@
+"""Row digests: a compact fingerprint of a job's rows that says *where* two versions differ.
+
+A digest keeps, for every table, its columns and, for every unit of rows (a turn, a
+conversation, a row), one short hash per column. Comparing the digest a cassette's summary
+recorded with the one of a replay names the first differing table, unit and column without
+keeping the rows themselves in the cassette.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import blake2b_hex, canonical_json
+
+COLUMN_HASH_HEX = 6
+Rows = dict[str, list[dict[str, Any]]]
+
+
+def unit_of(row: dict[str, Any], index: int) -> str:
+    """Where a row belongs: its turn, its conversation, or (for other tables) its position."""
+    parts = []
+    if "run_id" in row:
+        parts.append(f"run {row['run_id']}")
+    if "turn" in row:
+        parts.append(f"turn {row['turn']}")
+    elif "idx" in row:
+        parts.append(f"conversation {row['idx']}")
+    return ", ".join(parts) or f"row {index + 1}"
+
+
+def row_digest(tables: Rows) -> dict[str, Any]:
+    columns: dict[str, list[str]] = {}
+    units: dict[str, dict[str, str]] = {}
+    for table, rows in tables.items():
+        names = sorted({c for row in rows for c in row})
+        columns[table] = names
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for index, row in enumerate(rows):
+            grouped.setdefault(unit_of(row, index), []).append(row)
+        units[table] = {
+            unit: "".join(blake2b_hex(canonical_json([r.get(c) for r in group]), 4)[:COLUMN_HASH_HEX]
+                          for c in names)
+            for unit, group in grouped.items()}
+    return {"columns": columns, "units": units}
+
+
+def first_difference(recorded: dict[str, Any] | None, actual: dict[str, Any]) -> str:
+    """Where ``actual`` first departs from ``recorded``, in words."""
+    if not isinstance(recorded, dict) or "units" not in recorded:
+        return "the recording keeps no per-row digest"
+    for table, units in actual["units"].items():
+        before = recorded["units"].get(table)
+        if before is None:
+            return f"table {table}: not in the recording"
+        cols, old_cols = actual["columns"][table], recorded["columns"].get(table, [])
+        if cols != old_cols:
+            return f"table {table}: columns {sorted(set(cols) ^ set(old_cols))} differ"
+        for unit, hashes in units.items():
+            if unit not in before:
+                return f"table {table}, {unit}: not in the recording"
+            if hashes != before[unit]:
+                for i, column in enumerate(cols):
+                    span = slice(i * COLUMN_HASH_HEX, (i + 1) * COLUMN_HASH_HEX)
+                    if hashes[span] != before[unit][span]:
+                        return f"table {table}, {unit}, column {column}"
+        for unit in before:
+            if unit not in units:
+                return f"table {table}, {unit}: in the recording, missing now"
+    for table in recorded["units"]:
+        if table not in actual["units"]:
+            return f"table {table}: in the recording, missing now"
+    return "rows agree; the run's own fields differ"

@@ -1,0 +1,82 @@
+"""Upgrade a format-1 cassette to format 2, only after its replay matches its recording.
+
+The cassette is replayed (no model) under the definitions it was recorded with: a run's turn-rows
+hash then covered turns, judgments and patches (no calls table). Only if that hash equals the
+recorded one is the format-2 file written: the same call records, each with its checksum, and a
+new summary (today's hashes, the per-row digest, the chain hash). A follow-up replays only on the
+store it was recorded on, so it needs ``store``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .canonical import content_hash
+from .cassette import Cassette, CassetteError, RecordMode
+from .cassette.persist import chain_update, line_checksum, record_line, write_final
+from .identity import ReplayCheck
+from .store import Store
+from .store.db import LEGACY_HASHED_TABLES, trajectory_rows
+
+
+def _legacy_run_hash(store: Store, run_id: str) -> str:
+    rows = trajectory_rows(store, run_id, LEGACY_HASHED_TABLES)
+    for row in rows["turns"]:
+        if row.get("status") == "model_error":
+            row["status"] = "error"
+    return content_hash(rows)
+
+
+def _replay(path: Path, cassette: Cassette, scratch: Path, store: Path | None) -> tuple[ReplayCheck, str]:
+    """Replay; return the check and the hash under the recording's own definitions."""
+    kind = cassette.meta.get("kind", "run")
+    if kind == "certification":
+        from .certify.run import replay_certification
+
+        outcome = asyncio.run(replay_certification(path, scratch))
+        return outcome.check, outcome.rows_hash
+    if kind == "followup":
+        from .followups.registry import workflow_for
+        from .followups.session import replay
+
+        if store is None:
+            raise CassetteError(f"{path}: a follow-up cassette replays only on the store it was "
+                                "recorded on; fix: pass --db STORE")
+        copy = scratch.with_name("followup-store.sqlite")
+        Store(store).db.conn.execute("VACUUM INTO ?", [str(copy)])
+        outcome = asyncio.run(replay(workflow_for(cassette.meta.get("followup", "")), path, Store(copy)))
+        return outcome.check, outcome.rows_hash
+    from .runner import replay as replay_run
+
+    outcome = asyncio.run(replay_run(path, scratch))
+    return outcome.check, _legacy_run_hash(Store(scratch), outcome.run_id)
+
+
+def upgrade_cassette(path: Path, store: Path | None = None) -> str:
+    """Rewrite ``path`` in format 2; returns what was done, in words."""
+    cassette = Cassette(path, RecordMode.none)
+    if cassette.format >= 2:
+        return f"{path}: already format {cassette.format}"
+    if cassette.summary is None:
+        raise CassetteError(f"{path}: has no summary, so its replay cannot be checked before the "
+                            "upgrade; fix: re-record it")
+    with tempfile.TemporaryDirectory() as tmp:
+        check, legacy_hash = _replay(path, cassette, Path(tmp) / "replay.sqlite", store)
+    recorded = cassette.summary.get(check.hash_field)
+    if legacy_hash != recorded:
+        raise CassetteError(f"{path}: its replay differs from its recording (recorded {recorded}, "
+                            f"replayed {legacy_hash}); not upgraded; fix: re-record it")
+    header: dict[str, Any] = {"type": "header", "format": 2, "meta": cassette.meta}
+    lines = [record_line(header)]
+    for call in cassette.calls:
+        lines.append(record_line({k: v for k, v in call.items() if k != "checksum"}))
+    chain = ""
+    for line in lines:
+        chain = chain_update(chain, line_checksum(line)[0] or "")
+    lines.append(record_line({"type": "summary", **check.summary, "records": len(lines),
+                              "chain": chain}))
+    write_final(path, lines)
+    return f"{path}: upgraded to format 2 ({len(cassette.calls)} calls; replay matched hash {recorded})"

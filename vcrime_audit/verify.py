@@ -1,0 +1,311 @@
+"""Re-derive every job of a store (or every cassette given) from its cassette and compare.
+
+Each job is replayed into a temporary store, with no model; then every row the job wrote is
+compared with the stored one. ``repair`` finishes jobs whose finish was interrupted, from their
+cassettes, and compresses cassettes whose compression was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import canonical_json
+from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
+from .cassette.persist import cassette_exists, journal_path
+from .identity import IDENTICAL
+from .recorder import writer_alive
+from .rowdigest import unit_of
+from .statuses import CRASHED, RUNNING
+from .store import Store
+from .store.db import FOLLOWUP_RUN_TABLES, RUN_TABLES, StoreError
+
+VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
+    "verified", "differs", "cassette missing", "unverified", "interrupted", "repaired",
+    "file verified")
+VOLATILE = {"started_at", "finished_at", "cassette", "writer"}
+
+
+@dataclass
+class Verdict:
+    kind: str
+    job_id: str
+    state: str
+    where: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state in (VERIFIED, REPAIRED, FILE_VERIFIED)
+
+    def line(self) -> str:
+        return f"{self.state:<16} {self.kind} {self.job_id}" + (f": {self.where}" if self.where else "")
+
+
+def compare_tables(expected: dict[str, list[dict[str, Any]]],
+                   actual: dict[str, list[dict[str, Any]]]) -> str:
+    """The first table, unit and column where ``actual`` departs from ``expected`` ('' if none)."""
+    for table, rows in expected.items():
+        other = actual.get(table, [])
+        for index in range(max(len(rows), len(other))):
+            if index >= len(other):
+                return f"table {table}, {unit_of(rows[index], index)}: missing in the replay"
+            if index >= len(rows):
+                return f"table {table}, {unit_of(other[index], index)}: not in the store"
+            want, got = rows[index], other[index]
+            for column in sorted(set(want) | set(got)):
+                if column in VOLATILE:
+                    continue
+                if canonical_json(want.get(column)) != canonical_json(got.get(column)):
+                    return f"table {table}, {unit_of(want, index)}, column {column}"
+    return ""
+
+
+def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    out = {"runs": [store.run(run_id) or {}]}
+    for table in (*RUN_TABLES[1:], *FOLLOWUP_RUN_TABLES):
+        if table in ("rejudged_turns", "annotations", "annotation_results", "interrogations"):
+            continue
+        where = "source = 'live'" if table == "judgments" else ""
+        out[table] = store.rows(table, run_id, where)
+    return out
+
+
+def _find(recorded: str | None, search: list[Path]) -> Path | None:
+    if not recorded:
+        return None
+    path = Path(recorded)
+    if cassette_exists(path):
+        return path
+    for folder in search:
+        candidate = folder / path.name
+        if cassette_exists(candidate):
+            return candidate
+    return None
+
+
+class Verifier:
+    def __init__(self, search: Iterable[Path] = (), repair: bool = False,
+                 progress: Callable[[Verdict], None] | None = None) -> None:
+        self.search = [Path(p) for p in search]
+        self.repair = repair
+        self.progress = progress
+        self.verdicts: list[Verdict] = []
+        self._tmp = Path(tempfile.mkdtemp(prefix="vcrime-verify-"))
+
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _add(self, verdict: Verdict) -> None:
+        self.verdicts.append(verdict)
+        if self.progress is not None:
+            self.progress(verdict)
+
+    def _scratch(self, name: str) -> Path:
+        return self._tmp / f"{len(self.verdicts)}-{name}.sqlite"
+
+    # -- a store ---------------------------------------------------------------------------
+
+    def store(self, db: Path) -> list[str]:
+        """Verify every job of the store ``db``; returns store-level problems."""
+        if not Path(db).is_file():
+            raise StoreError(f"{db}: no such store; fix: pass --db with a store written by "
+                             "vcrime-audit")
+        store = Store(db)
+        problems = [f"integrity_check: {row[0]}" for row in
+                    store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
+        for run in store.runs():
+            self._run(store, run)
+        for row in store.db["certifications"].rows_where(order_by="certification_id"):
+            self._certification(store, row)
+        for row in store.db["followups"].rows_where(order_by="started_at, followup_id"):
+            self._followup(store, row)
+        return problems
+
+    def _unfinished(self, kind: str, job_id: str, row: dict[str, Any]) -> Verdict | None:
+        if row["status"] == CRASHED:
+            return Verdict(kind, job_id, CRASHED, f"{row.get('reason', '')[:200]}; fix: run it again "
+                           "(a study re-runs crashed runs)")
+        if row["status"] == RUNNING:
+            if writer_alive(row.get("writer")):
+                return Verdict(kind, job_id, RUNNING, f"being written by {row['writer']}")
+            if not self.repair:
+                return Verdict(kind, job_id, INTERRUPTED, "its finish never ran; fix: vcrime-audit "
+                               "verify --repair (from the cassette) or resume the job")
+        return None
+
+    def _run(self, store: Store, row: dict[str, Any]) -> None:
+        from .runner import RunConfig, _from_meta, run_episode
+
+        run_id = row["run_id"]
+        early = self._unfinished("run", run_id, row)
+        if early is not None:
+            return self._add(early)
+        path = _find(row.get("cassette"), self.search)
+        if path is None:
+            return self._add(Verdict("run", run_id, MISSING, f"{row.get('cassette')}: not found; fix: "
+                                     "pass the folder holding it"))
+        if row["status"] == RUNNING:
+            return self._repair_run(store, run_id, path)
+        try:
+            scratch = Store(self._scratch(run_id))
+            cassette = Cassette(path, RecordMode.none)
+            config, _, _ = _from_meta(cassette)
+            outcome = asyncio.run(run_episode(config, cassette_dir=path.parent, mode=RecordMode.none,
+                                              store=scratch, cassette_file=path))
+        except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
+            return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
+        self._add(self._compare("run", run_id, _run_tables(store, run_id),
+                                _run_tables(scratch, outcome.run_id), outcome.check))
+        self._finalise_if_pending(path)
+
+    def _repair_run(self, store: Store, run_id: str, path: Path) -> None:
+        from .runner import _from_meta, run_episode
+
+        try:
+            cassette = Cassette(path, RecordMode.none)
+            config, _, _ = _from_meta(cassette)
+            asyncio.run(run_episode(config, cassette_dir=path.parent, mode=RecordMode.none,
+                                    store=store, cassette_file=path))
+        except CassetteMiss:
+            return self._add(Verdict("run", run_id, INTERRUPTED, "the cassette stops before the run's "
+                                     "end; fix: resume it with a model (vcrime-audit study, or run "
+                                     "--record-mode new)"))
+        except (CassetteError, StoreError, ValueError) as exc:
+            return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
+        self._add(Verdict("run", run_id, REPAIRED, "finished from its cassette"))
+
+    def _certification(self, store: Store, row: dict[str, Any]) -> None:
+        from .certify import store as cstore
+        from .certify.run import replay_certification
+
+        cid = row["certification_id"]
+        early = self._unfinished("certification", cid, row)
+        if early is not None:
+            return self._add(early)
+        path = _find(row.get("cassette"), self.search)
+        if path is None:
+            return self._add(Verdict("certification", cid, MISSING, f"{row.get('cassette')}: not "
+                                     "found; fix: pass the folder holding it"))
+        if row["status"] == RUNNING:
+            return self._repair(lambda: asyncio.run(replay_certification(path, store.path)),
+                                "certification", cid)
+        try:
+            scratch = self._scratch(cid)
+            outcome = asyncio.run(replay_certification(path, scratch))
+        except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
+            return self._add(Verdict("certification", cid, DIFFERS, _first_line(exc)))
+        other = Store(scratch)
+
+        def tables(s: Store, job: str) -> dict[str, list[dict[str, Any]]]:
+            return {"certifications": [cstore.certification(s, job) or {}],
+                    "conversations": cstore.conversations(s, job)}
+
+        self._add(self._compare("certification", cid, tables(store, cid),
+                                tables(other, outcome.certification_id), outcome.check))
+        self._finalise_if_pending(path)
+
+    def _followup(self, store: Store, row: dict[str, Any]) -> None:
+        from .followups.registry import workflow_for
+        from .followups.session import replay
+
+        fid, kind = row["followup_id"], row["kind"]
+        early = self._unfinished(kind, fid, row)
+        if early is not None:
+            return self._add(early)
+        path = _find(row.get("cassette"), self.search)
+        if path is None:
+            return self._add(Verdict(kind, fid, MISSING, f"{row.get('cassette')}: not found; fix: "
+                                     "pass the folder holding it"))
+        workflow = workflow_for(kind)
+        if row["status"] == RUNNING:
+            return self._repair(lambda: asyncio.run(replay(workflow, path, store)), kind, fid)
+        scratch = self._scratch(fid)
+        store.db.conn.execute("VACUUM INTO ?", [str(scratch)])
+        other = Store(scratch)
+        try:
+            outcome = asyncio.run(replay(workflow, path, other))
+        except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
+            return self._add(Verdict(kind, fid, DIFFERS, _first_line(exc)))
+        expected = {"followups": [dict(row)], **workflow.result_rows(store, fid),
+                    "followup_calls": list(store.db["followup_calls"].rows_where(
+                        "followup_id = ?", [fid], order_by="seq"))}
+        actual = {"followups": [other.db["followups"].get(fid)], **workflow.result_rows(other, fid),
+                  "followup_calls": list(other.db["followup_calls"].rows_where(
+                      "followup_id = ?", [fid], order_by="seq"))}
+        self._add(self._compare(kind, fid, expected, actual, outcome.check))
+        self._finalise_if_pending(path)
+
+    def _repair(self, action: Callable[[], Any], kind: str, job_id: str) -> None:
+        try:
+            action()
+        except CassetteMiss:
+            return self._add(Verdict(kind, job_id, INTERRUPTED, "the cassette stops before the end; "
+                                     "fix: run it again with a model (--record-mode new)"))
+        except (CassetteError, StoreError, ValueError) as exc:
+            return self._add(Verdict(kind, job_id, DIFFERS, _first_line(exc)))
+        self._add(Verdict(kind, job_id, REPAIRED, "finished from its cassette"))
+
+    def _compare(self, kind: str, job_id: str, expected: dict[str, list[dict[str, Any]]],
+                 actual: dict[str, list[dict[str, Any]]], check: Any) -> Verdict:
+        where = compare_tables(expected, actual)
+        if where:
+            return Verdict(kind, job_id, DIFFERS, f"store vs cassette: {where}")
+        if check.state != IDENTICAL:
+            state = UNVERIFIED if check.state == "unverified" else DIFFERS
+            return Verdict(kind, job_id, state, check.line("rows"))
+        return Verdict(kind, job_id, VERIFIED)
+
+    def _finalise_if_pending(self, path: Path) -> None:
+        if self.repair and journal_path(path).exists():
+            cassette = Cassette(path, RecordMode.none)
+            if cassette.pending_finalise:
+                cassette.finalise()
+
+    # -- cassettes alone -------------------------------------------------------------------
+
+    def cassettes(self, paths: Iterable[Path]) -> None:
+        for path in _cassette_files(paths):
+            self._cassette(path)
+
+    def _cassette(self, path: Path) -> None:
+        from .certify.run import replay_certification
+        from .runner import replay as replay_run
+
+        try:
+            cassette = Cassette(path, RecordMode.none)
+            kind = cassette.meta.get("kind", "run")
+            if kind == "followup":
+                if not cassette.verifiable:
+                    return self._add(Verdict("cassette", str(path), UNVERIFIED, "no summary"))
+                return self._add(Verdict("cassette", str(path), FILE_VERIFIED, "checksums and chain "
+                                         "hold; its rows replay only on the store it was recorded "
+                                         "on: vcrime-audit verify --db STORE"))
+            scratch = self._scratch(path.name.split(".")[0])
+            replayer = replay_certification if kind == "certification" else replay_run
+            outcome = asyncio.run(replayer(path, scratch))
+        except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
+            return self._add(Verdict("cassette", str(path), DIFFERS, _first_line(exc)))
+        check = outcome.check
+        state = {IDENTICAL: VERIFIED, "unverified": UNVERIFIED}.get(check.state, DIFFERS)
+        self._add(Verdict("cassette", str(path), state, "" if state == VERIFIED else check.line("rows")))
+
+
+def _cassette_files(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            names = {p.name.removesuffix(".journal") + ".gz" if p.name.endswith(".journal") else p.name
+                     for p in path.iterdir() if p.name.endswith((".jsonl.gz", ".jsonl.journal"))}
+            found.extend(path / n for n in sorted(names))
+        else:
+            found.append(path)
+    return found
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
