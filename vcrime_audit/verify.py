@@ -120,9 +120,9 @@ class Verifier:
                     store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
         for run in store.runs():
             self._run(store, run)
-        for row in store.db["certifications"].rows_where(order_by="certification_id"):
+        for row in list(store.db["certifications"].rows_where(order_by="certification_id")):
             self._certification(store, row)
-        for row in store.db["followups"].rows_where(order_by="started_at, followup_id"):
+        for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):
             self._followup(store, row)
         return problems
 

@@ -1,0 +1,119 @@
+"""`verify`: every job of a store re-derived from its cassette, row by row."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vcrime_audit.cassette.persist import read_records, write_records
+from vcrime_audit.cli import app
+from vcrime_audit.runner import replay
+from vcrime_audit.verify import Verifier
+
+ROOT = Path(__file__).resolve().parent.parent
+CASSETTES = ROOT / "cassettes"
+DEMO = CASSETTES / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
+CERTIFY = CASSETTES / "certify-secret_keeping-ar-s0-b6287f31.jsonl.gz"
+FOLLOWUPS = [CASSETTES / "rejudge-b77c778b.jsonl.gz", CASSETTES / "annotate-90948d75.jsonl.gz",
+             CASSETTES / "interrogate-794bbdd9.jsonl.gz"]
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory) -> Path:
+    """The demo store of scripts/demo_report.sh: the demo run, its follow-ups, the certificate."""
+    db = tmp_path_factory.mktemp("demo") / "demo.sqlite"
+    runner = CliRunner()
+    steps = [["replay", str(DEMO), "--db", str(db)],
+             ["rejudge", "--db", str(db), "--replay", str(FOLLOWUPS[0])],
+             ["annotate", "--db", str(db), "--replay", str(FOLLOWUPS[1])],
+             ["interrogate", "--db", str(db), "--replay", str(FOLLOWUPS[2])],
+             ["certify", "--db", str(db), "--replay", str(CERTIFY)]]
+    for step in steps:
+        done = runner.invoke(app, step)
+        assert done.exit_code == 0, (step, done.output)
+    return db
+
+
+def verify(*args: str) -> tuple[int, str]:
+    done = CliRunner().invoke(app, ["verify", *args])
+    return done.exit_code, done.output
+
+
+def test_the_demo_store_verifies_job_by_job(demo_store):
+    code, out = verify("--db", str(demo_store), str(CASSETTES))
+    assert code == 0, out
+    lines = [line for line in out.splitlines() if line.startswith("verified")]
+    assert len(lines) == 5 and "5 verified, 0 with problems" in out
+    for kind in ("run ", "certification ", "rejudge ", "annotate ", "interrogate "):
+        assert any(kind in line for line in lines), out
+
+
+def test_every_committed_cassette_verifies():
+    code, out = verify(str(CASSETTES), str(CASSETTES / "study-demo"))
+    assert code == 0, out
+    assert "0 with problems" in out and "differs" not in out
+
+
+def test_a_flipped_value_in_a_store_row_is_named(demo_store, tmp_path):
+    db = tmp_path / "edited.sqlite"
+    shutil.copy(demo_store, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE patches SET reason = reason || 'x' WHERE turn = 2 AND seq = 1")
+    code, out = verify("--db", str(db), str(CASSETTES))
+    assert code == 1
+    assert "differs" in out and "table patches" in out and "turn 2, column reason" in out, out
+
+
+def test_an_edited_answer_in_a_re_signed_cassette_is_named(tmp_path):
+    """The edit passes the file's checks (fresh checksums); the replay's rows catch it."""
+    records = read_records(DEMO)
+    for record in records:
+        if record["type"] == "call" and record["request"]["call"] == "assess" \
+                and record["parsed"] is not None:
+            answer = json.loads(record["result"]["text"])
+            answer["risky"] = not answer.get("risky", False)
+            record["result"]["text"] = json.dumps(answer)
+            record["parsed"] = answer
+            break
+    edited = tmp_path / DEMO.name
+    write_records(edited, records)
+    code, out = verify(str(edited))
+    assert code == 1 and "differs" in out and "first difference: table" in out, out
+
+
+def test_a_cassette_without_its_summary_is_unverified(tmp_path):
+    text = gzip.decompress(DEMO.read_bytes()).decode().splitlines()
+    cut = tmp_path / DEMO.name
+    cut.write_bytes(gzip.compress(("\n".join(text[:-1]) + "\n").encode()))
+    code, out = verify(str(cut))
+    assert code == 1 and "unverified" in out
+    done = CliRunner().invoke(app, ["replay", str(cut), "--db", str(tmp_path / "r.sqlite")])
+    assert done.exit_code == 1 and "unverified turn rows" in done.output
+
+
+def test_repair_finishes_a_run_whose_finish_was_interrupted(tmp_path):
+    db = tmp_path / "s.sqlite"
+    outcome = asyncio.run(replay(DEMO, db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET status = 'running', turn_rows_hash = NULL, finished_at = NULL, "
+                     "writer = 'elsewhere-host-that-is-gone:1'")
+    verifier = Verifier([CASSETTES])
+    verifier.store(db)
+    assert [v.state for v in verifier.verdicts] == ["running"]  # another host's writer counts as live
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET writer = NULL")
+    code, out = verify("--db", str(db), str(CASSETTES))
+    assert code == 1 and "interrupted" in out and "--repair" in out
+    code, out = verify("--db", str(db), "--repair", str(CASSETTES))
+    assert code == 0 and "repaired" in out, out
+    code, out = verify("--db", str(db), str(CASSETTES))
+    assert code == 0 and "1 verified" in out
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT turn_rows_hash FROM runs").fetchone()[0] == outcome.turn_rows_hash
