@@ -15,6 +15,7 @@ from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
+from .fingerprints import weights_digest
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
 from .store import Store, turn_rows_hash
@@ -78,7 +79,8 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         "cassette": str(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
         "turn_rows_hash": None, "synthetic": 0, "vcrime_version": __version__,
         "started_at": _now(), "finished_at": None},
-        [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
+        [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry",
+          "fingerprint": weights_digest(backend, r.name)}
          for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
                    roles.world_manager.name: roles.world_manager}.values()])
 

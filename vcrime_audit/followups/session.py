@@ -18,9 +18,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ..fingerprints import weights_digest
 from .. import __version__
 from ..agents.calling import CallRecord, call_structured
-from ..backends.base import Message, ModelBackend
+from ..backends.base import GenerateRequest, Message, ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
@@ -117,6 +118,22 @@ class Session:
                                          schema=schema, seed=seed, check=check, records=records)
         finally:
             self._save(item, records)
+
+    async def ask_text(self, entry: ModelEntry, *, item: str, role: str, call: str,
+                       messages: list[Message], seed: int,
+                       parse: Callable[[str], Any | None]) -> str:
+        """One unconstrained call (no schema, no retry); `parse` decides whether it was usable."""
+        sampling = entry.sampling_for(role, seed)
+        request = GenerateRequest(role=role, call=call, model=entry.name, messages=messages,
+                                  sampling=sampling, output_schema=None, attempt=0)
+        result = await self.backend.generate(request)
+        usable = parse(result.text) is not None
+        self._save(item, [CallRecord(
+            role=role, call=call, attempt=0, model=entry.name, request_hash=content_hash(request),
+            ok=usable, error="" if usable else "no parseable answer in the free text",
+            finish_reason=result.finish_reason, prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens, seconds=result.seconds)])
+        return result.text
 
     def _save(self, item: str, records: list[CallRecord]) -> None:
         rows = []
@@ -251,7 +268,9 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
             "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
             "vcrime_version": __version__, "started_at": _now(), "finished_at": None}])
         store._insert("models", [{"name": e.name, "family": e.family, "vendor": e.vendor,
-                                  "source": "registry"} for e in entries.values()], replace=True)
+                                  "source": "registry",
+                                  "fingerprint": weights_digest(session.backend, e.name)}
+                                 for e in entries.values()], replace=True)
     try:
         n_failed = await workflow.work(session, config, prepared, entries)
     except Exception as exc:

@@ -104,11 +104,19 @@ def m004_followups(db: sqlite_utils.Database) -> None:
     }, pk=("run_id", "model", "condition"))
 
 
+def m009_model_fingerprints(db: sqlite_utils.Database) -> None:
+    """The digest of each model's weights fingerprint (as its backend reports it), so audits can
+    tell that two registry names are one model; '' where unknown."""
+    if "fingerprint" not in db["models"].columns_dict:
+        db["models"].add_column("fingerprint", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
     m004_followups,
+    m009_model_fingerprints,
 ]
 
 
