@@ -37,19 +37,3 @@ def audit_warnings(result: AuditResult) -> list[str]:
                 out.append(f"{metric} {p.first} - {p.second}: {p.undefined} of {m.n_resamples} "
                            "resamples undefined; interval and p-value use the others")
     return out
-
-
-def signed_pp(e: Estimate) -> str:
-    if math.isnan(e.estimate):
-        return "n/a"
-    return f"{100 * e.estimate:+.1f} [{100 * e.low:+.1f}, {100 * e.high:+.1f}]"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lines + [""]
-
-
-def codes(names: Sequence[str]) -> dict[str, str]:
-    return {name: f"A{i + 1}" for i, name in enumerate(names)}

@@ -45,7 +45,8 @@ def _pct(x: float) -> str:
 
 def rate_cell(r: Rate) -> str:
     """'2/8 25.0 [0.0, 50.0]': count, percent and interval."""
-    return f"{r.k:g}/{r.n:g} {_pct(r.estimate)} [{_pct(r.low)}, {_pct(r.high)}]"
+    interval = "n/a" if math.isnan(r.low) else f"{_pct(r.low)}, {_pct(r.high)}"
+    return f"{r.k:g}/{r.n:g} {_pct(r.estimate)} [{interval}]"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -185,13 +185,16 @@ def bootstrap_rates(groups: Mapping[str, Sequence[RunValue]], tasks: Sequence[Ha
     groups = {k: list(v) for k, v in groups.items() if v}
     if not groups:
         return {}
+    task_list = sorted(set(tasks) | {v.task_id for values in groups.values() for v in values})
     result = cluster_bootstrap(groups, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                               tasks=sorted(set(tasks)))
+                               tasks=task_list)
+    resampled = len(task_list) >= 2
     out = {}
     for key, values in groups.items():
         interval = result.interval(key)
+        low, high = (interval.low, interval.high) if resampled else (float("nan"), float("nan"))
         out[key] = Rate(key, sum(v.numerator for v in values), sum(v.denominator for v in values),
-                        interval.estimate, interval.low, interval.high)
+                        interval.estimate, low, high)
     return out
 
 

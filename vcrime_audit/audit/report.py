@@ -54,6 +54,22 @@ def median_cell(e: Estimate, n_judges: int) -> str:
     return text
 
 
+def signed_pp(e: Estimate) -> str:
+    if math.isnan(e.estimate):
+        return "n/a"
+    return f"{100 * e.estimate:+.1f} [{100 * e.low:+.1f}, {100 * e.high:+.1f}]"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def codes(names: Sequence[str]) -> dict[str, str]:
+    return {name: f"A{i + 1}" for i, name in enumerate(names)}
+
+
 def _table1(m: AttackerMetrics) -> list[str]:
     header = ["Attacker", "Main runs", "Main-run turns", "Non-failure %", "Catastrophic on risky %",
               "Over-harm %", "Lethal/catastrophic / over-harm runs", "Team usage %", "Pass@1 %"]
