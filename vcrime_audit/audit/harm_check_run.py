@@ -128,7 +128,8 @@ def _write(out: Path, data: Any, flagged: list, texts: dict, chosen: list, readi
                          "review_damage"])
         for t in flagged:
             action = texts[(t.run_id, t.turn)]
-            rules = sorted({f"{e.axis}:{e.level}:{e.rule} [{e.text}]" for e in classify(action, lexicon).evidence})
+            evidence = classify(action, lexicon).evidence
+            rules = sorted({f"{e.axis}:{e.level}:{e.rule} [{e.text}]" for e in evidence})
             limit = data.goals[goal[t.run_id]]
             writer.writerow([t.run_id, t.turn, attacker[t.run_id], goal[t.run_id], action["verb"],
                              " ".join(action["targets"]), action["description"], FORCE_LEVELS[t.force],

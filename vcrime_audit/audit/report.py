@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .caveats import audit_warnings
 from .followups_report import followups_markdown
 from .judges import RELATIONS, JudgeAudit
 from .metrics import EXCESS_LEVELS, HOLM, PAIRWISE_METRICS, AttackerMetrics, Estimate
 from .pipeline import AuditResult
 from .summary import lineage, summary
-from .caveats import audit_warnings
 from .synthetic import SYNTHETIC_NOTE
 
 METRIC_NAMES = {"non_failure": "Turn non-failure (median across judges)",

@@ -12,12 +12,12 @@ from typing import Any
 
 from .. import __version__
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
+from .caveats import audit_warnings
 from .followups_report import followups_json
 from .judges import JudgeAudit
 from .metrics import HOLM, PAIRWISE_METRICS, AttackerMetrics, Estimate
 from .pipeline import AuditResult
 from .synthetic import SYNTHETIC_NOTE
-from .caveats import audit_warnings
 
 SCHEMA_VERSION = 1
 

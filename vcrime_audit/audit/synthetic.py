@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..canonical import content_hash
 from ..agents.judge import CATASTROPHIC, catastrophic, non_failure
+from ..canonical import content_hash
 from ..scenario import scenarios_root
 from ..store import Store
 from .harm import HOLDOUT_SET, LABELLED_SET, classify, default_lexicon, load_labelled

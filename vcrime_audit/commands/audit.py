@@ -153,12 +153,14 @@ def harm_check(
     per_attacker: Annotated[int, typer.Option(help="Turns labelled per attacker (all when fewer).")] = 50,
     seed: Annotated[int, typer.Option(help="Sampling and labeller seed.")] = 0,
     backend: Annotated[str, typer.Option(help="Backend for the labeller.")] = "local",
-    cassette_dir: Annotated[Path, typer.Option(help="Where the labeller's cassette goes.")] = Path("cassettes"),
+    cassette_dir: Annotated[Path, typer.Option(
+        help="Where the labeller's cassette goes.")] = Path("cassettes"),
     record_mode: Annotated[str, typer.Option(help="once, new, none or all.")] = "once",
     replay: Annotated[Path | None, typer.Option(
         help="Replay a recorded harmcheck-*.jsonl.gz instead of calling a model.")] = None,
     primary_judge: Annotated[str | None, typer.Option(
-        "--primary-judge", help="Judge whose runs are the main runs (default: live judge of most runs).")] = None,
+        "--primary-judge",
+        help="Judge whose runs are the main runs (default: live judge of most runs).")] = None,
 ) -> None:
     """Validate the over-harm classifier: export every flagged turn for review (precision), label a
     sample with an LLM (recall) and recompute each attacker's over-harm rate with the corrections."""

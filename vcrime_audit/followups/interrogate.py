@@ -16,9 +16,9 @@ its own and other sources' (the paper's Appendix J); by default each run's own m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError

@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..fingerprints import weights_digest
 from .. import __version__
 from ..agents.calling import CallRecord, call_structured
 from ..backends.base import GenerateRequest, Message, ModelBackend
@@ -26,6 +25,7 @@ from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from ..defaults import DEFAULT_CASSETTES
+from ..fingerprints import weights_digest
 from ..models import ModelEntry, get_model
 from ..store import Store
 
