@@ -104,7 +104,7 @@ def judges(
     if result.note:
         typer.echo(f"note: {result.note}")
     for metric, ra in result.agreement.items():
-        typer.echo(f"\nSpearman rho between judges' attacker rankings ({metric}):")
+        typer.echo(f"\nSpearman rho between judges' attacker rankings ({metric}; basis: {ra.basis}):")
         for p in ra.pairs:
             rho = "n/a" if math.isnan(p.rho) else f"{p.rho:.3f}"
             typer.echo(f"  {p.first} vs {p.second}: {rho} ({p.n_attackers} attackers)")
@@ -117,6 +117,10 @@ def judges(
                 typer.echo(f"  {name:<15} {g.n_pairs:>3} pairs  mean {100 * e.estimate:+.2f} "
                            f"[{100 * e.low:+.2f}, {100 * e.high:+.2f}]  range {100 * g.minimum:+.2f} "
                            f"... {100 * g.maximum:+.2f}")
+                if g.adjusted is not None:
+                    a = g.adjusted
+                    typer.echo(f"  {'':<15} {'':>9}  adjusted for leniency {100 * a.estimate:+.2f} "
+                               f"[{100 * a.low:+.2f}, {100 * a.high:+.2f}]")
 
 
 @app.command()
