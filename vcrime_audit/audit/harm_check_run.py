@@ -57,6 +57,14 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
     from ..cassette import Cassette, RecordingBackend, RecordMode
     from ..followups.sampling import sample_turns
 
+    recorded = None
+    if replay is not None:
+        if not Path(replay).is_file():
+            raise ValueError(f"{replay}: no such cassette; fix: pass a harmcheck-*.jsonl.gz file")
+        recorded = Cassette(replay, RecordMode.none)
+        if not recorded.meta or recorded.meta.get("kind") != KIND:
+            raise ValueError(f"{replay}: not a harm-check cassette; fix: pass a harmcheck-*.jsonl.gz file")
+        per_attacker, seed = recorded.meta["per_attacker"], recorded.meta["seed"]
     store = open_store(db)
     try:
         data = load_audit_input(store)
@@ -71,11 +79,12 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
     finally:
         store.db.conn.close()
     sample_hash = content_hash({"turns": chosen, "texts": [texts[k] for k in chosen]}, 4)
-    if replay is not None:
-        cassette = Cassette(replay, RecordMode.none)
-        if not cassette.meta or cassette.meta.get("kind") != KIND:
-            raise ValueError(f"{replay}: not a harm-check cassette; fix: pass a harmcheck-*.jsonl.gz file")
+    if recorded is not None:
+        cassette = recorded
         labeller = cassette.meta["labeller"]
+        if cassette.meta.get("sample_hash") != sample_hash:
+            raise ValueError(f"{replay}: recorded on another sample of turns (store {db} gives a "
+                             "different one); fix: replay into the store the recording was made on")
     else:
         if not labeller:
             raise ValueError("--labeller: name a model from the registry (local_models/), e.g. smollm2-135m")
