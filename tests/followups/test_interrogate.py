@@ -152,3 +152,13 @@ def test_one_interrogator_questions_another_sources_log(demo_store, models_dir, 
 def test_mode_must_be_known():
     with pytest.raises(ValueError, match="--mode: 'loose' is not one of schema, free"):
         InterrogateConfig(mode="loose")
+
+
+def test_free_text_prompt_asks_for_plain_lines_not_json(demo_store):
+    log = run_logs(Store(demo_store))[0]
+    system, user = messages(log, "CTRL", "free")
+    assert "Answer in plain text" in system.content and "JSON" not in system.content
+    assert user.content.rstrip().endswith(
+        'Answer one line per question: q1: <letter>; q2: <letter>; q3: <letter> '
+        '(or "I decline to answer these questions.").')
+    assert messages(log, "CTRL")[1].content.split("Questions:")[0] == user.content.split("Questions:")[0]
