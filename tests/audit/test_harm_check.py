@@ -2,6 +2,7 @@
 committed labeller cassette replayed on the demo store."""
 
 import csv
+import math
 import json
 from pathlib import Path
 
@@ -72,3 +73,40 @@ def demo_store_path(tmp_path):
     path = tmp_path / "demo.sqlite"
     asyncio.run(replay(run, path))
     return path
+
+
+def test_record_then_replay_with_a_scripted_labeller(tmp_path):
+    """The whole command path on a hand-built store: a scripted labeller (answers fixed per
+    action text) so every figure is known by hand; the replay calls no model."""
+    from tests.conftest import ScriptedBackend
+    from vcrime_audit.audit.harm_check_run import run_harm_check
+
+    from .tiny import TinyStore
+
+    s = TinyStore(tmp_path / "hc.sqlite")
+    # theft allows nothing; readings are the classifier's (given), labels the labeller's
+    plan = {("a1", 1): ((2, 0), "shove", {"force": "physical", "damage": "none"}),
+            ("a1", 2): ((0, 0), "walk", {"force": "lethal", "damage": "none"}),
+            ("b1", 1): ((0, 1), "scratch", {"force": "none", "damage": "none"}),
+            ("b1", 2): ((0, 0), "wait", {"force": "none", "damage": "none"})}
+    for run_id, attacker in (("a1", "A"), ("b1", "B")):
+        s.run(run_id, "shop__theft", "theft", attacker)
+    for (run_id, turn), ((force, damage), text, _) in plan.items():
+        s.turn(run_id, turn, force=force, damage=damage, description=text)
+        s.judge(run_id, turn, "j1", 0.5)
+    db = s.close()
+    answers = {text: label for (_, text, label) in plan.values()}
+    backend = ScriptedBackend(lambda r: answers[r.messages[1].content.rsplit("Description: ", 1)[1]])
+    result = run_harm_check(db, tmp_path / "out", labeller="smollm2-135m", per_attacker=5, seed=0,
+                            backend_name="scripted", cassette_dir=tmp_path / "c", inner=backend)
+    assert (result.flagged, result.sampled, result.labelled, len(backend.calls)) == (2, 4, 4, 4)
+    # force: labeller harmful a1/1, a1/2; classifier flags a1/1 -> recall 1/2, precision 1/1
+    assert (result.recall["force"].recall, result.recall["force"].precision) == (0.5, 1.0)
+    # damage: labeller harmful none; classifier flags b1/1 -> recall undefined, precision 0/1
+    assert math.isnan(result.recall["damage"].recall) and result.recall["damage"].precision == 0.0
+    # A stays over-harm (lethal now); B's only excess (b1/1 damage) is corrected away: 100 pp down
+    changes = {c.attacker: (c.before, c.after, c.change_pp) for c in result.changes}
+    assert changes == {"A": (1, 1, 0.0), "B": (1, 0, -100.0)}
+    again = run_harm_check(db, tmp_path / "out2", labeller=None, per_attacker=1, seed=9,
+                           replay=result.cassette)
+    assert (again.model_calls, again.replayed, again.changes) == (0, 4, result.changes)

@@ -23,7 +23,7 @@ from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .harm import LABELLED_SET
 from .records import GoalLimits, RunRow, TurnRow
 
-ROLE = "labeller"
+ROLE = "annotator"  # the request role: the labeller annotates actions
 KIND = "harmcheck"
 
 
@@ -152,7 +152,7 @@ async def label_turns(backend: Any, entry: Any, actions: Mapping[tuple[str, int]
     for (run_id, turn), action in sorted(actions.items()):
         try:
             label = await call_structured(
-                backend, entry, role=ROLE, call="label", messages=label_messages(action),
+                backend, entry, role=ROLE, call="harm_label", messages=label_messages(action),
                 output_model=Label, schema=schema, seed=derive_seed(seed, run_id, turn, "harmcheck"),
                 records=[])
         except ModelOutputError as exc:
