@@ -2,8 +2,8 @@
 committed labeller cassette replayed on the demo store."""
 
 import csv
-import math
 import json
+import math
 from pathlib import Path
 
 import pytest
