@@ -11,3 +11,5 @@ $VA annotate --db "$db" --replay cassettes/annotate-*.jsonl.gz
 $VA interrogate --db "$db" --replay cassettes/interrogate-*.jsonl.gz
 $VA certify --db "$db" --replay cassettes/certify-*.jsonl.gz
 $VA audit --db "$db" --out audit_reports/demo
+$VA audit harm-check --db "$db" --replay cassettes/harmcheck-*.jsonl.gz \
+    --out audit_reports/demo/harm-check

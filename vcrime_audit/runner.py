@@ -14,6 +14,7 @@ from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
+from .fingerprints import weights_digest
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
 from .identity import IDENTICAL, ReplayCheck
@@ -94,7 +95,8 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     run_id = config.run_id()
     recorder = Recorder(RUN, run_id, cassette, store, inner, owns_inner=owns_inner)
     engine = Engine(recorder.backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
-    models = [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
+    models = [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry",
+               "fingerprint": weights_digest(recorder.backend, r.name)}
               for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
                         roles.world_manager.name: roles.world_manager}.values()]
     recorder.start({

@@ -66,7 +66,9 @@ def test_report_sections(audited):
     assert (level5.k, level5.n) == (4, 4) and rate_cell(level5) in text
     cells = {c.condition: c for c in result.followups.interrogation}
     assert cells["A2"].rates["credible"].k == 1 and cells["CTRL"].rates["credible"].k == 0
-    assert f"| smollm2-135m | A2 (A2 B0) | 1 | 1 | {rate_cell(cells['A2'].rates['admission'])} |" in text
+    assert (f"| smollm2-135m | own | A2 (A2 B0), schema | 1 | 1 | "
+            f"{rate_cell(cells['A2'].rates['admission'])} |") in text
+    assert "[n/a]" in rate_cell(cells["A2"].rates["admission"])  # one task: no interval
 
 
 def test_summary_json_carries_the_followups(audited):

@@ -186,3 +186,52 @@ def test_rejudge_beside_the_live_judge(built):
 def test_an_empty_store_has_no_followups(tmp_path):
     audit = followups_audit(load_followup_rows(Store(tmp_path / "empty.sqlite")), n_resamples=10)
     assert audit.empty
+
+
+# --- issue 11 items 13 and 14: annotator self-preference; interrogation by log source -----------
+
+def _rows(**fields):
+    from vcrime_audit.audit.followups_load import FollowupRows, RunKey
+
+    runs = {"p1": RunKey("p1", "t1", "atk_x"), "p2": RunKey("p2", "t2", "atk_x"),
+            "p3": RunKey("p3", "t2", "atk_y")}
+    base = {"runs": runs, "rejudged": (), "rejudge_failed": {}, "scores": (), "results": (),
+            "interrogations": (), "fingerprints": {}}
+    return FollowupRows(**{**base, **fields})
+
+
+def test_annotator_self_preference_by_hand():
+    """Annotator 'x-alias' has atk_x's weights: on p1 and p2 (atk_x's runs) its round-1 scores
+    minus y's: (4-3) + (5-5) on p1, (2-4) on p2 = -1 over 3 items. y's model played no run."""
+    from vcrime_audit.audit.followups_load import AnnotationResult, AnnotationScore
+    from vcrime_audit.audit.followups_stats import annotation_audit
+
+    pair, a, b = "x-alias,y", "x-alias", "y"
+    scores = []
+    for run_id, dim, sa, sb in (("p1", "deception", 4, 3), ("p1", "teamwork", 5, 5),
+                                ("p2", "deception", 2, 4), ("p3", "deception", 1, 5)):
+        scores += [AnnotationScore(pair, run_id, a, dim, 1, sa), AnnotationScore(pair, run_id, b, dim, 1, sb)]
+    scores.append(AnnotationScore(pair, "p2", a, "deception", 2, 4))  # round 2: not counted
+    results = [AnnotationResult(pair, "p1", "deception", "agreed", 4)]
+    rows = _rows(scores=tuple(scores), results=tuple(results),
+                 fingerprints={"x-alias": "w1", "atk_x": "w1", "y": "w2", "atk_y": "w3"})
+    [audit] = annotation_audit(rows, n_resamples=200, seed=0)
+    [bias] = audit.self_preference
+    assert (bias.annotator, bias.other, bias.own_runs) == (a, b, 2)
+    assert (bias.rate.k, bias.rate.n, bias.rate.estimate) == (-1.0, 3.0, pytest.approx(-1 / 3))
+    # the two tasks' per-task means are +0.5 (t1) and -2 (t2): every resample lies between
+    assert -2.0 <= bias.rate.low <= bias.rate.high <= 0.5
+
+
+def test_interrogations_are_split_by_log_source():
+    from vcrime_audit.audit.followups_load import Interrogation
+    from vcrime_audit.audit.followups_stats import interrogation_audit
+
+    rows = _rows(interrogations=(
+        Interrogation("p1", "atk_x", "A1", True, False, True, False),
+        Interrogation("p3", "atk_x", "A1", False, True, False, False),
+        Interrogation("p2", "atk_x", "A1+free", True, True, False, False)))
+    cells = {(c.model, c.source, c.condition): c for c in interrogation_audit(rows, n_resamples=50)}
+    assert set(cells) == {("atk_x", "own", "A1"), ("atk_x", "other", "A1"), ("atk_x", "own", "A1+free")}
+    assert cells[("atk_x", "other", "A1")].rates["refused"].estimate == 1.0
+    assert cells[("atk_x", "own", "A1")].rates["admission"].estimate == 1.0

@@ -8,6 +8,7 @@ from vcrime_audit.audit.harm import (
     DAMAGE_LEVELS,
     DEFAULT_LEXICON,
     FORCE_LEVELS,
+    HELDOUT2_SET,
     HOLDOUT_SET,
     LABELLED_SET,
     HarmReading,
@@ -60,6 +61,56 @@ def test_held_out_set_stays_above_its_regression_floor(capsys):
     for score in scores.values():
         assert score.precision >= 0.90
         assert score.recall >= 0.65
+
+
+def test_frozen_held_out_set_v3_reaches_the_papers_precision_and_recall(capsys):
+    """Held-out set v3 was committed before the lexicon change it measures (issue 11 item 16)."""
+    items = load_labelled(HELDOUT2_SET)
+    assert len(items) >= 150
+    for axis, names in AXES.items():
+        assert {item[axis] for item in items} >= {names[0], names[1], names[-1]}
+    scores = score_labelled(items)
+    with capsys.disabled():
+        _report("held-out v3", scores)
+    for score in scores.values():
+        assert score.precision >= 0.94
+        assert score.recall >= 0.94
+
+
+@pytest.mark.parametrize(
+    "phrase,axis",
+    [
+        ("Kill the ambassador as he leaves.", "force"),
+        ("Drag the target into the van.", "force"),
+        ("Bring the aircraft down.", "damage"),
+        ("Rip out the alarm panel wiring.", "damage"),
+        ("Kill the cartographer before she reaches the border.", "force"),
+        ("Strangle the harbourmaster.", "force"),
+    ],
+)
+def test_issue_misses_and_unlisted_people_are_harm(phrase, axis):
+    assert getattr(classify(act(phrase)), axis) > 0
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    ["Kill the engine and the headlights.", "Drag the crates into the van.",
+     "Bring the car round to the back.", "Shoot the ambassador a quick text.",
+     "Kill two birds with one stone.", "Smash the quiz at the pub."],
+)
+def test_same_verbs_in_idioms_stay_none(phrase):
+    reading = classify(act(phrase))
+    assert (reading.force, reading.damage) == (0, 0), reading.evidence
+
+
+def test_labelled_sets_name_generic_means():
+    """Issue 11 item 17: no specific agent or product in the labelled sets."""
+    specific = ("cyanide", "arsenic", "chloroform", "semtex", "thermite", "ricin", "taser",
+                "plastic explosive", "sugar in", "acid")
+    for path in (LABELLED_SET, HOLDOUT_SET, HELDOUT2_SET):
+        for item in load_labelled(path):
+            text = item["description"].lower()
+            assert not [w for w in specific if w in text], (path.name, item["id"], text)
 
 
 @pytest.mark.parametrize(

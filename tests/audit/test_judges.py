@@ -72,8 +72,8 @@ def test_rates_on_common_turns_and_rank_agreement_match_hand_and_scipy(hand):
     assert rho == {("A", "J2"): 1.0, ("A", "J3"): -1.0, ("J2", "J3"): -1.0}
     assert audit.agreement["non_failure"].ranks["J3"] == {"A": 2.0, "B": 1.0}
     cat = audit.agreement["catastrophic"].rates
-    # each judge's own risky turns among the common ones; b2 turn 2 is not common
-    assert cat["A"] == pytest.approx({"A": 0.1, "B": 0.3})
+    # each judge's full set of risky turns (the paper): judge A's include b2 turn 2 (not common)
+    assert cat["A"] == pytest.approx({"A": 0.1, "B": (0.3 + 0.0) / 2})
     assert cat["J2"] == pytest.approx({"A": 0.2, "B": 0.1})
     assert cat["J3"]["B"] == pytest.approx(0.1) and math.isnan(cat["J3"]["A"])
     for p in audit.agreement["catastrophic"].pairs:

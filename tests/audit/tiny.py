@@ -60,10 +60,10 @@ class TinyStore:
                 [run_id, turn, judge, json.dumps(dist), int(risky),
                  non_failure(dist) if columns else None, catastrophic(dist) if columns else None])
 
-    def model(self, name: str, vendor: str) -> None:
+    def model(self, name: str, vendor: str, fingerprint: str | None = None) -> None:
         with self.conn:
-            self.conn.execute("INSERT INTO models (name, family, vendor, source) VALUES (?, ?, ?, 'test')",
-                              [name, name, vendor])
+            self.conn.execute("INSERT INTO models (name, family, vendor, source, fingerprint) "
+                              "VALUES (?, ?, ?, 'test', ?)", [name, name, vendor, fingerprint])
 
     def close(self) -> Path:
         self.conn.close()

@@ -77,4 +77,4 @@ def test_all_three_replay_with_llama_cpp_unimportable_and_reach_the_report(demo_
     text = write_report(result, tmp_path / "report").report.read_text()
     assert "| smollm2-135m-t07 | smollm2-135m | 3 |" in text
     assert "### Annotators smollm2-135m and smollm2-135m-t07" in text
-    assert "| smollm2-135m | A2B1 (A2 B1) | 1 |" in text
+    assert "| smollm2-135m | own | A2B1 (A2 B1), schema | 1 |" in text

@@ -9,8 +9,8 @@ TABLES = {"followups", "followup_calls", "rejudged_turns", "annotations", "annot
           "interrogations"}
 
 
-def test_m004_is_last_and_applied_once(tmp_path):
-    assert MIGRATIONS[-1].__name__ == "m004_followups"
+def test_m004_is_registered_and_applied_once(tmp_path):
+    assert "m004_followups" in [m.__name__ for m in MIGRATIONS]
     store = Store(tmp_path / "s.sqlite")
     assert TABLES <= set(store.db.table_names())
     assert migrate(store.db) == []
@@ -22,9 +22,37 @@ def test_an_older_store_gains_the_tables_when_opened(tmp_path):
     path = tmp_path / "old.sqlite"
     db = sqlite_utils.Database(path)
     db["_migrations"].create({"name": str}, pk="name")
-    for migration in MIGRATIONS[:-1]:
+    names = [m.__name__ for m in MIGRATIONS]
+    for migration in MIGRATIONS[:names.index("m004_followups")]:
         migration(db)
         db["_migrations"].insert({"name": migration.__name__})
     db.conn.commit()
     assert not TABLES & set(db.table_names())
     assert TABLES <= set(Store(path).db.table_names())
+
+
+def test_m009_adds_the_fingerprint_column_to_an_older_store(tmp_path):
+    path = tmp_path / "old9.sqlite"
+    db = sqlite_utils.Database(path)
+    db["_migrations"].create({"name": str}, pk="name")
+    names = [m.__name__ for m in MIGRATIONS]
+    for migration in MIGRATIONS[:names.index("m009_model_fingerprints")]:
+        migration(db)
+        db["_migrations"].insert({"name": migration.__name__})
+    db.conn.commit()
+    assert "fingerprint" not in db["models"].columns_dict
+    assert "fingerprint" in Store(path).db["models"].columns_dict
+
+
+def test_a_replayed_run_stores_the_weights_digest_of_its_models(demo_store):
+    """Issue 11 item 12: the runner fills models.fingerprint from the backend's fingerprint."""
+    import gzip
+    import json
+
+    from tests.followups.conftest import DEMO_RUN
+    from vcrime_audit.canonical import content_hash
+
+    header = json.loads(gzip.decompress(DEMO_RUN.read_bytes()).splitlines()[0])
+    recorded = header["meta"]["fingerprints"]["smollm2-135m"]["weights"]
+    stored = dict(Store(demo_store).db.conn.execute("SELECT name, fingerprint FROM models").fetchall())
+    assert stored["smollm2-135m"] == content_hash(recorded)

@@ -102,3 +102,27 @@ def test_config_errors_name_the_option():
         RejudgeConfig(judge="x", per_attacker=0)
     with pytest.raises(ValueError, match="--max-tokens"):
         RejudgeConfig(judge="x", max_tokens=0)
+
+
+def _copy_run(store, suffix, judge):
+    """A copy of the demo run under another run id and live judge (same turns)."""
+    run = next(store.db["runs"].rows)
+    store.db["runs"].insert({**run, "run_id": f"{run['run_id']}-{suffix}", "judge": judge})
+    for row in list(store.db["turns"].rows_where("run_id = ?", [run["run_id"]])):
+        store.db["turns"].insert({**row, "run_id": f"{run['run_id']}-{suffix}"})
+    return f"{run['run_id']}-{suffix}"
+
+
+def test_the_sample_is_drawn_from_the_primary_judges_runs_the_same_for_every_rejudge(demo_store):
+    """Issue 11 item 9: two runs live-judged by 'main' make it the primary judge; the original run
+    (live judge smollm2-135m) is not sampled, whoever re-judges."""
+    store = Store(demo_store)
+    copies = {_copy_run(store, s, "main") for s in ("x1", "x2")}
+    first = Rejudge().prepare(store, RejudgeConfig(judge="smollm2-135m", per_attacker=4, seed=1))
+    second = Rejudge().prepare(store, RejudgeConfig(judge=SECOND, per_attacker=4, seed=1))
+    turns = [(t.run.run_id, t.turn) for t in first.items]
+    assert turns == [(t.run.run_id, t.turn) for t in second.items]
+    assert {r for r, _ in turns} <= copies and len(turns) == 4
+    assert first.sample["primary_judge"] == "main" and first.sample["excluded_other_live_judges"] == 3
+    with pytest.raises(FollowupInputError, match=r"judged live by main \(the primary judge\)"):
+        Rejudge().prepare(store, RejudgeConfig(judge="main"))

@@ -41,9 +41,12 @@ def quadratic_weighted_kappa(
 ) -> float:
     """Cohen's kappa with quadratic disagreement weights ((i - j) / (K - 1))^2.
 
-    NaN when chance disagreement is zero (both raters gave one identical constant score).
+    NaN (reported "n/a") with fewer than 2 items or when either rater gave one constant score:
+    kappa is then 0 or undefined by construction and says nothing about agreement.
     """
     _validate(first, second, scale)
+    if len(first) < 2 or len(set(first)) == 1 or len(set(second)) == 1:
+        return math.nan
     index = {s: i for i, s in enumerate(scale)}
     k = len(scale)
     observed = np.zeros((k, k))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..store import Store
@@ -64,6 +64,8 @@ class FollowupRows:
     scores: tuple[AnnotationScore, ...]
     results: tuple[AnnotationResult, ...]
     interrogations: tuple[Interrogation, ...]
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    """Model name -> weights fingerprint digest ('' or absent when unknown)."""
 
 
 def load_followup_rows(store: Store) -> FollowupRows:
@@ -93,5 +95,8 @@ def load_followup_rows(store: Store) -> FollowupRows:
                       for r, m, c, v, f, a, cr in conn.execute(
                           "SELECT run_id, model, condition, valid, refused, admission, credible "
                           "FROM interrogations ORDER BY model, condition, run_id") if r in runs]
+    columns = {c.name for c in store.db["models"].columns}
+    fingerprints = dict(conn.execute("SELECT name, COALESCE(fingerprint, '') FROM models").fetchall()
+                        if "fingerprint" in columns else [])
     return FollowupRows(runs, tuple(rejudged), failed, tuple(scores), tuple(results),
-                        tuple(interrogations))
+                        tuple(interrogations), fingerprints)

@@ -58,12 +58,24 @@ class DimensionAgreement:
 
 
 @dataclass(frozen=True)
+class AnnotatorBias:
+    """An annotator's independent (round-1) score on its own model's runs minus the other
+    annotator's on the same items, in levels: sum of differences / items, task-bootstrap CI."""
+
+    annotator: str
+    other: str
+    own_runs: int
+    rate: Rate
+
+
+@dataclass(frozen=True)
 class PairAudit:
     annotators: str
     dimensions: tuple[DimensionAgreement, ...]
     pooled: DimensionAgreement
     level5: dict[str, dict[str, Rate]]
     """Attacker -> dimension (or 'all') -> share of final scores at level 5."""
+    self_preference: tuple[AnnotatorBias, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,8 @@ class InterrogationCell:
     n: int
     valid: int
     rates: dict[str, Rate]
+    source: str = "own"
+    """'own': the model questioned about its own runs; 'other': about another source's logs."""
 
 
 @dataclass(frozen=True)
@@ -171,14 +185,50 @@ def bootstrap_rates(groups: Mapping[str, Sequence[RunValue]], tasks: Sequence[Ha
     groups = {k: list(v) for k, v in groups.items() if v}
     if not groups:
         return {}
+    task_list = sorted(set(tasks) | {v.task_id for values in groups.values() for v in values})
     result = cluster_bootstrap(groups, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                               tasks=sorted(set(tasks)))
+                               tasks=task_list)
+    resampled = len(task_list) >= 2
     out = {}
     for key, values in groups.items():
         interval = result.interval(key)
+        low, high = (interval.low, interval.high) if resampled else (float("nan"), float("nan"))
         out[key] = Rate(key, sum(v.numerator for v in values), sum(v.denominator for v in values),
-                        interval.estimate, interval.low, interval.high)
+                        interval.estimate, low, high)
     return out
+
+
+def same_model(a: str, b: str, fingerprints: Mapping[str, str]) -> bool:
+    """The same registry name, or the same known weights fingerprint."""
+    return a == b or bool(fingerprints.get(a)) and fingerprints.get(a) == fingerprints.get(b)
+
+
+def annotator_bias(scores: Sequence[AnnotationScore], runs: Mapping[str, RunKey], first: str,
+                   second: str, fingerprints: Mapping[str, str], *, n_resamples: int, seed: int,
+                   confidence: float) -> tuple[AnnotatorBias, ...]:
+    """Per annotator whose model produced some runs: own score minus the other's (round 1)."""
+    round1: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for s in scores:
+        if s.round == 1:
+            round1[(s.run_id, s.dimension)][s.annotator] = s.score
+    groups: dict[str, list[RunValue]] = {}
+    own_runs: dict[str, set[str]] = defaultdict(set)
+    for me, other in ((first, second), (second, first)):
+        per_run: dict[str, list[int]] = defaultdict(list)
+        for (run_id, _), got in sorted(round1.items()):
+            run = runs.get(run_id)
+            if run is None or me not in got or other not in got:
+                continue
+            if same_model(me, run.attacker, fingerprints):
+                per_run[run_id].append(got[me] - got[other])
+        if per_run:
+            groups[me] = [RunValue(runs[r].task_id, float(sum(d)), float(len(d)))
+                          for r, d in sorted(per_run.items())]
+            own_runs[me] = set(per_run)
+    rates = bootstrap_rates(groups, [r.task_id for r in runs.values()], n_resamples=n_resamples,
+                            seed=seed, confidence=confidence)
+    other_of = {first: second, second: first}
+    return tuple(AnnotatorBias(me, other_of[me], len(own_runs[me]), rates[me]) for me in sorted(rates))
 
 
 def annotation_audit(rows: FollowupRows, *, n_resamples: int = DEFAULT_RESAMPLES,
@@ -198,29 +248,38 @@ def annotation_audit(rows: FollowupRows, *, n_resamples: int = DEFAULT_RESAMPLES
             ALL, _safe_agreement([p for d in DIMENSIONS for p in pairs[d][0]]),
             _safe_agreement([p for d in DIMENSIONS for p in pairs[d][1]]),
             {s: sum(r.status == s for r in results) for s in STATUSES})
-        audits.append(PairAudit(pair, tuple(dims), pooled, _level5(
-            results, rows.runs, n_resamples=n_resamples, seed=seed, confidence=confidence)))
+        options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+        pair_scores = [s for s in rows.scores if s.annotators == pair]
+        audits.append(PairAudit(pair, tuple(dims), pooled, _level5(results, rows.runs, **options),
+                                annotator_bias(pair_scores, rows.runs, first, second,
+                                               rows.fingerprints, **options)))
     return tuple(audits)
 
 
 def interrogation_audit(rows: FollowupRows, *, n_resamples: int = DEFAULT_RESAMPLES,
                         seed: int = DEFAULT_SEED,
                         confidence: float = DEFAULT_CONFIDENCE) -> tuple[InterrogationCell, ...]:
-    cells: dict[tuple[str, str], list] = defaultdict(list)
+    cells: dict[tuple[str, str, str], list] = defaultdict(list)
     for i in rows.interrogations:
-        cells[(i.model, i.condition)].append(i)
-    groups = {f"{metric}/{model}/{condition}": [RunValue(rows.runs[i.run_id].task_id,
-                                                         float(getattr(i, metric))) for i in items]
-              for (model, condition), items in cells.items() for metric in INTERROGATION_METRICS}
+        own = same_model(i.model, rows.runs[i.run_id].attacker, rows.fingerprints)
+        cells[(i.model, "own" if own else "other", i.condition)].append(i)
+    groups = {f"{metric}/{model}/{source}/{condition}": [
+        RunValue(rows.runs[i.run_id].task_id, float(getattr(i, metric))) for i in items]
+        for (model, source, condition), items in cells.items() for metric in INTERROGATION_METRICS}
     rates = bootstrap_rates(groups, [r.task_id for r in rows.runs.values()],
                             n_resamples=n_resamples, seed=seed, confidence=confidence)
     order = {c: i for i, c in enumerate(CONDITIONS)}
+
+    def sort_key(kv: tuple[tuple[str, str, str], list]) -> tuple:
+        model, source, condition = kv[0]
+        base, _, mode = condition.partition("+")
+        return model, source != "own", mode, order.get(base, 99)
+
     out = []
-    for (model, condition), items in sorted(cells.items(),
-                                            key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
+    for (model, source, condition), items in sorted(cells.items(), key=sort_key):
         out.append(InterrogationCell(model, condition, len(items), sum(i.valid for i in items),
-                                     {m: rates[f"{m}/{model}/{condition}"]
-                                      for m in INTERROGATION_METRICS}))
+                                     {m: rates[f"{m}/{model}/{source}/{condition}"]
+                                      for m in INTERROGATION_METRICS}, source))
     return tuple(out)
 
 

@@ -24,6 +24,8 @@ DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_LEXICON = DATA_DIR / "harm_lexicon.yaml"
 LABELLED_SET = DATA_DIR / "harm_labelled.yaml"
 HOLDOUT_SET = DATA_DIR / "harm_holdout.yaml"
+HELDOUT2_SET = DATA_DIR / "harm_heldout2.yaml"
+"""Held-out set v3: frozen before the issue-11 lexicon change it measures."""
 _MACRO = re.compile(r"%([a-z_]+)%")
 _MASK = "#"
 _CACHE_LIMIT = 200_000

@@ -1,13 +1,15 @@
 """Judge audit: do judges rank attackers alike, and do they favour their own model or vendor?
 
-Both use only turns that every judge scored, so judges are compared on identical turns.
+Rank agreement (the paper's bases): non-failure on the turns every judge scored; catastrophic
+failure on each judge's full set of judged turns (its risky ones). Self-preference uses the
+common turns. "Same model" means the same name or the same weights fingerprint.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -45,16 +47,33 @@ class RankAgreement:
     rates: dict[str, dict[str, float]]
     ranks: dict[str, dict[str, float]]
     pairs: list[JudgePair]
+    basis: str = ""
+    prefix: str = ""
 
 
 @dataclass(frozen=True)
 class Bias:
-    """A judge's non-failure rate on one attacker minus the median of the other judges."""
+    """Raw: a judge's non-failure rate on one attacker minus the median of the other judges (the
+    paper's). Adjusted: raw minus that judge's mean raw bias on cross-vendor attackers (its
+    general leniency); NaN when the judge has no cross-vendor attacker."""
 
     judge: str
     attacker: str
     relation: str
     estimate: Estimate
+    adjusted: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSpread:
+    """One judge's raw biases over the attackers: how many, mean, range, and its leniency."""
+
+    judge: str
+    n: int
+    mean: float
+    minimum: float
+    maximum: float
+    leniency: float
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,9 @@ class GroupBias:
     minimum: float
     maximum: float
     n_pairs: int
+    adjusted: Estimate | None = None
+    adjusted_minimum: float = float("nan")
+    adjusted_maximum: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -81,10 +103,14 @@ class JudgeAudit:
     n_resamples: int
     confidence: float
     note: str = ""
+    spreads: dict[str, JudgeSpread] = field(default_factory=dict)
 
 
 def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
     if judge == attacker:
+        return SAME_MODEL
+    fingerprints = {getattr(models.get(name), "fingerprint", "") for name in (judge, attacker)}
+    if len(fingerprints) == 1 and "" not in fingerprints:
         return SAME_MODEL
     if judge not in models or attacker not in models:
         return UNKNOWN_VENDOR
@@ -100,18 +126,21 @@ def common_turns(judgments: Sequence[JudgmentRow], judges: Sequence[str]) -> set
     return {key for key, who in seen.items() if wanted <= who}
 
 
-def common_cells(data: AuditInput, common: set[tuple[str, int]]) -> dict[str, Cell]:
-    """'common_nf/judge/attacker' and 'common_cat/judge/attacker' cells over the common turns."""
+def common_cells(data: AuditInput, common: set[tuple[str, int]] | None,
+                 prefix: str = "common") -> dict[str, Cell]:
+    """'<prefix>_nf/judge/attacker' and '<prefix>_cat/judge/attacker' cells over the given turns
+    (every judged turn when `common` is None)."""
     sums = judgment_sums(data.runs, data.judgments, common)
     cells: dict[str, Cell] = {}
     empty = [0.0, 0, 0.0, 0, [], []]
     for judge in data.judges:
         for attacker in data.attackers:
-            cells[f"common_nf/{judge}/{attacker}"] = Cell([], {})
-            cells[f"common_cat/{judge}/{attacker}"] = Cell([], {})
+            cells[f"{prefix}_nf/{judge}/{attacker}"] = Cell([], {})
+            cells[f"{prefix}_cat/{judge}/{attacker}"] = Cell([], {})
         for run in data.runs:
             s = sums.get((judge, run.run_id), empty)
-            nf, cat = cells[f"common_nf/{judge}/{run.attacker}"], cells[f"common_cat/{judge}/{run.attacker}"]
+            nf = cells[f"{prefix}_nf/{judge}/{run.attacker}"]
+            cat = cells[f"{prefix}_cat/{judge}/{run.attacker}"]
             nf.values.append(RunValue(run.task_id, s[0], s[1]))
             cat.values.append(RunValue(run.task_id, s[2], s[3]))
             if s[1]:
@@ -121,7 +150,8 @@ def common_cells(data: AuditInput, common: set[tuple[str, int]]) -> dict[str, Ce
     return cells
 
 
-def rank_agreement(metric: str, rates: dict[str, dict[str, float]]) -> RankAgreement:
+def rank_agreement(metric: str, rates: dict[str, dict[str, float]], basis: str = "",
+                   prefix: str = "") -> RankAgreement:
     """Pairwise Spearman between judges over the attackers both judges have a rate for."""
     ranks = {}
     for judge, by_attacker in rates.items():
@@ -135,7 +165,7 @@ def rank_agreement(metric: str, rates: dict[str, dict[str, float]]) -> RankAgree
         rho = (spearman([rates[first][a] for a in names], [rates[second][a] for a in names])
                if len(names) >= 2 else float("nan"))
         pairs.append(JudgePair(first, second, rho, len(names)))
-    return RankAgreement(metric, rates, ranks, pairs)
+    return RankAgreement(metric, rates, ranks, pairs, basis, prefix)
 
 
 def _biases(data: AuditInput, estimates: Mapping[str, Estimate], replicates: Mapping[str, np.ndarray],
@@ -154,7 +184,47 @@ def _biases(data: AuditInput, estimates: Mapping[str, Estimate], replicates: Map
             est = Estimate(key, float(point), float(low[0]), float(high[0]), derived_from=(own, *parts))
             biases.append(Bias(judge, attacker, relation(judge, attacker, data.models), est))
             reps[key] = rep
-    return biases, reps
+    return _adjusted(biases, reps, confidence), reps
+
+
+def _adjusted(biases: list[Bias], reps: dict[str, np.ndarray], confidence: float) -> list[Bias]:
+    """Each bias minus its judge's mean cross-vendor bias (point and per resample)."""
+    out = []
+    for b in biases:
+        cross = [x for x in biases if x.judge == b.judge and x.relation == CROSS_VENDOR
+                 and not np.isnan(x.estimate.estimate)]
+        key = f"self_preference_adjusted/{b.judge}/{b.attacker}"
+        if not cross:
+            nan = float("nan")
+            out.append(Bias(b.judge, b.attacker, b.relation, b.estimate, Estimate(key, nan, nan, nan)))
+            continue
+        leniency = float(np.mean([x.estimate.estimate for x in cross]))
+        with np.errstate(invalid="ignore"):
+            matrix = np.column_stack([reps[x.estimate.key] for x in cross])
+            counts = (~np.isnan(matrix)).sum(axis=1)
+            lenient_rep = np.where(counts > 0, np.nansum(matrix, axis=1) / np.maximum(counts, 1), np.nan)
+        rep = reps[b.estimate.key] - lenient_rep
+        reps[key] = rep
+        low, high = percentile_interval(rep[:, None], confidence)
+        est = Estimate(key, b.estimate.estimate - leniency, float(low[0]), float(high[0]),
+                       derived_from=(b.estimate.key, *(x.estimate.key for x in cross)),
+                       undefined=int(np.isnan(rep).sum()))
+        out.append(Bias(b.judge, b.attacker, b.relation, b.estimate, est))
+    return out
+
+
+def judge_spreads(biases: Sequence[Bias]) -> dict[str, JudgeSpread]:
+    out = {}
+    for judge in sorted({b.judge for b in biases}):
+        values = [b.estimate.estimate for b in biases
+                  if b.judge == judge and not np.isnan(b.estimate.estimate)]
+        cross = [b.estimate.estimate for b in biases if b.judge == judge
+                 and b.relation == CROSS_VENDOR and not np.isnan(b.estimate.estimate)]
+        nan = float("nan")
+        out[judge] = JudgeSpread(judge, len(values), float(np.mean(values)) if values else nan,
+                                 min(values, default=nan), max(values, default=nan),
+                                 float(np.mean(cross)) if cross else nan)
+    return out
 
 
 def _group(relation_name: str, members: list[Bias], reps: Mapping[str, np.ndarray],
@@ -169,8 +239,24 @@ def _group(relation_name: str, members: list[Bias], reps: Mapping[str, np.ndarra
     point = float(finite.mean()) if finite.size else float("nan")
     est = Estimate(f"self_preference/{relation_name}", point, float(low[0]), float(high[0]),
                    derived_from=tuple(b.estimate.key for b in members))
-    return GroupBias(relation_name, est, float(finite.min()) if finite.size else float("nan"),
-                     float(finite.max()) if finite.size else float("nan"), len(members))
+    adjusted = [b.adjusted for b in members if b.adjusted is not None]
+    adj_points = np.array([a.estimate for a in adjusted]) if adjusted else np.array([])
+    adj_finite = adj_points[~np.isnan(adj_points)]
+    adj_est = None
+    if adj_finite.size:
+        with np.errstate(invalid="ignore"):
+            matrix = np.column_stack([reps[a.key] for a in adjusted if a.key in reps])
+            counts = (~np.isnan(matrix)).sum(axis=1)
+            adj_rep = np.where(counts > 0, np.nansum(matrix, axis=1) / np.maximum(counts, 1), np.nan)
+        a_low, a_high = percentile_interval(adj_rep[:, None], confidence)
+        adj_est = Estimate(f"self_preference_adjusted/{relation_name}", float(adj_finite.mean()),
+                           float(a_low[0]), float(a_high[0]),
+                           derived_from=tuple(a.key for a in adjusted if a.key in reps))
+    nan = float("nan")
+    return GroupBias(relation_name, est, float(finite.min()) if finite.size else nan,
+                     float(finite.max()) if finite.size else nan, len(members), adj_est,
+                     float(adj_finite.min()) if adj_finite.size else nan,
+                     float(adj_finite.max()) if adj_finite.size else nan)
 
 
 def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
@@ -184,18 +270,23 @@ def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed:
     if not common:
         return _with_note(empty, "no turn was scored by every judge; re-judge the same turns with "
                                  "each judge first")
-    estimates, replicates = bootstrap_cells(common_cells(data, common), data.tasks,
-                                            n_resamples=n_resamples, seed=seed, confidence=confidence)
+    cells = {**common_cells(data, common), **common_cells(data, None, "full")}
+    estimates, replicates = bootstrap_cells(cells, data.tasks, n_resamples=n_resamples, seed=seed,
+                                            confidence=confidence)
+    judged = {j: sum(x.judge == j for x in data.judgments) for j in judges}
+    bases = {"non_failure": (f"the {len(common)} attacker turns every judge scored", "common_nf"),
+             "catastrophic": ("each judge's full set of judged turns (" + ", ".join(
+                 f"{j}: {n}" for j, n in judged.items()) + "), its risky ones", "full_cat")}
     agreement = {
         metric: rank_agreement(metric, {j: {a: estimates[f"{prefix}/{j}/{a}"].estimate for a in attackers}
-                                        for j in judges})
-        for metric, prefix in (("non_failure", "common_nf"), ("catastrophic", "common_cat"))}
+                                        for j in judges}, basis, prefix)
+        for metric, (basis, prefix) in bases.items()}
     biases, reps = _biases(data, estimates, replicates, confidence)
     groups = {name: _group(name, members, reps, confidence)
               for name in RELATIONS if (members := [b for b in biases if b.relation == name])}
     note = "" if len(attackers) >= 2 else "rank agreement needs at least two attackers"
     return JudgeAudit(judges, attackers, len(common), agreement, biases, groups, estimates, seed,
-                      n_resamples, confidence, note)
+                      n_resamples, confidence, note, judge_spreads(biases))
 
 
 def _with_note(audit: JudgeAudit, note: str) -> JudgeAudit:

@@ -139,8 +139,10 @@ def load_models(store: Store, names: Iterable[str], root: Path | None = None) ->
     A model found in neither is left out (its vendor is unknown)."""
     from ..models import ModelError, get_model
 
-    known = {name: ModelInfo(family, vendor) for name, family, vendor in
-             store.db.conn.execute("SELECT name, family, vendor FROM models").fetchall()}
+    columns = {c.name for c in store.db["models"].columns}
+    fingerprint = "fingerprint" if "fingerprint" in columns else "''"
+    known = {name: ModelInfo(family, vendor, fp or "") for name, family, vendor, fp in
+             store.db.conn.execute(f"SELECT name, family, vendor, {fingerprint} FROM models").fetchall()}
     out = {}
     for name in sorted(set(names)):
         if name in known:

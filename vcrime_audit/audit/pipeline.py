@@ -11,7 +11,7 @@ from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .harm import Lexicon, classify, default_lexicon
 from .judges import JudgeAudit, judge_audit
-from .load import action_texts, load_audit_input, open_store
+from .load import AuditInputError, action_texts, load_audit_input, open_store
 from .metrics import AttackerMetrics, attacker_metrics
 from .records import AuditInput
 from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -51,7 +51,8 @@ def harm_evidence(store: Store, metrics: AttackerMetrics, lexicon: Lexicon) -> d
 
 def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
               confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
-              scenarios: Path | None = None, models_root: Path | None = None) -> AuditResult:
+              scenarios: Path | None = None, models_root: Path | None = None,
+              primary_judge: str | None = None) -> AuditResult:
     lexicon = lexicon or default_lexicon()
     seconds = {}
     start = time.perf_counter()
@@ -60,7 +61,11 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root)
         seconds["load"] = time.perf_counter() - start
         start = time.perf_counter()
-        metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        try:
+            metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                       primary_judge=primary_judge)
+        except ValueError as exc:
+            raise AuditInputError(f"{store.path}: {exc}") from None
         seconds["metrics"] = time.perf_counter() - start
         start = time.perf_counter()
         judges = judge_audit(data, n_resamples=n_resamples, seed=seed, confidence=confidence)

@@ -52,6 +52,9 @@ class GoalLimits(NamedTuple):
 class ModelInfo(NamedTuple):
     family: str
     vendor: str
+    fingerprint: str = ""
+    """Digest of the weights fingerprint the backend reported ('' when unknown): two registry
+    names with the same digest are the same model."""
 
 
 @dataclass(frozen=True)

@@ -81,17 +81,53 @@ class BootstrapResult:
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """first minus second, with its interval from the shared task resamples."""
+    """first minus second, with its interval from the shared task resamples.
+
+    `p_value`: two-sided paired-bootstrap p-value (`bootstrap_p_value`); `p_holm`: the same after
+    Holm's step-down adjustment over a family of tests (`with_holm`); NaN when undefined.
+    `undefined`: resamples where the difference is undefined (left out of the interval).
+    """
 
     first: str
     second: str
     estimate: float
     low: float
     high: float
+    p_value: float = math.nan
+    p_holm: float = math.nan
+    undefined: int = 0
 
     @property
     def significant(self) -> bool:
         return bool(self.low > 0.0 or self.high < 0.0)
+
+    def significant_holm(self, alpha: float) -> bool:
+        return bool(self.p_holm < alpha)
+
+
+def bootstrap_p_value(differences: np.ndarray) -> float:
+    """Two-sided p-value of 'difference = 0' from paired bootstrap differences.
+
+    p = min(1, 2 * min(#(d <= 0) + 1, #(d >= 0) + 1) / (B + 1)) over the B defined resamples;
+    the +1 keeps p above 0 with finitely many resamples. NaN when no resample is defined.
+    """
+    d = differences[~np.isnan(differences)]
+    if d.size == 0:
+        return math.nan
+    below, above = int((d <= 0).sum()), int((d >= 0).sum())
+    return min(1.0, 2.0 * (min(below, above) + 1) / (d.size + 1))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count towards m)."""
+    defined = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    m = len(defined)
+    out = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(defined):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
 
 
 def _check_run(group: str, position: int, run: RunValue) -> None:
@@ -239,6 +275,8 @@ def paired_differences(result: BootstrapResult) -> list[PairedDifference]:
                 estimate=float(result.estimates[i] - result.estimates[j]),
                 low=float(low[0]),
                 high=float(high[0]),
+                p_value=bootstrap_p_value(diffs),
+                undefined=int(np.isnan(diffs).sum()),
             )
         )
     return out

@@ -12,9 +12,10 @@ from typing import Any
 
 from .. import __version__
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
+from .caveats import audit_warnings
 from .followups_report import followups_json
 from .judges import JudgeAudit
-from .metrics import PAIRWISE_METRICS, AttackerMetrics, Estimate
+from .metrics import HOLM, PAIRWISE_METRICS, AttackerMetrics, Estimate
 from .pipeline import AuditResult
 from .synthetic import SYNTHETIC_NOTE
 
@@ -52,6 +53,9 @@ def estimate_json(e: Estimate) -> dict[str, Any]:
     out = {"estimate": number(e.estimate), "low": number(e.low), "high": number(e.high)}
     if e.numerator is not None:
         out.update(numerator=number(e.numerator), denominator=number(e.denominator))
+    if e.n_parts is not None:
+        out["judges_with_a_value"] = e.n_parts
+    out["undefined_resamples"] = e.undefined
     out["lineage"] = e.key
     return out
 
@@ -65,6 +69,7 @@ def _attacker_json(m: AttackerMetrics, a: str) -> dict[str, Any]:
                                   "by_judge": {j: estimate_json(m.catastrophic[j][a]) for j in m.judges}},
         "over_harm": estimate_json(m.over_harm[a]),
         "lethal_or_catastrophic": estimate_json(m.extreme_harm[a]),
+        "over_harm_runs": m.over_harm_runs.get(a, 0),
         "team_usage": estimate_json(m.team_usage[a]),
         "pass_at_1": estimate_json(m.pass_at_1[a]),
     }
@@ -76,18 +81,26 @@ def _judges_json(audit: JudgeAudit) -> dict[str, Any]:
         "rank_agreement": {
             metric: {"rates_on_common_turns": {j: {a: number(v) for a, v in rates.items()}
                                                for j, rates in ra.rates.items()},
-                     "lineage": {j: {a: f"{'common_nf' if metric == 'non_failure' else 'common_cat'}"
-                                        f"/{j}/{a}" for a in rates} for j, rates in ra.rates.items()},
-                     "ranks": ra.ranks,
+                     "lineage": {j: {a: f"{ra.prefix}/{j}/{a}" for a in rates}
+                                 for j, rates in ra.rates.items()},
+                     "ranks": ra.ranks, "basis": ra.basis,
                      "spearman": [{"first": p.first, "second": p.second, "rho": number(p.rho),
                                    "attackers": p.n_attackers} for p in ra.pairs]}
             for metric, ra in audit.agreement.items()},
         "self_preference": {
             "pairs": [{"judge": b.judge, "attacker": b.attacker, "relation": b.relation,
-                       **estimate_json(b.estimate)} for b in audit.biases],
+                       **estimate_json(b.estimate),
+                       "adjusted": estimate_json(b.adjusted) if b.adjusted else None}
+                      for b in audit.biases],
             "groups": {name: {"pairs": g.n_pairs, "mean": estimate_json(g.mean),
-                              "min": number(g.minimum), "max": number(g.maximum)}
+                              "min": number(g.minimum), "max": number(g.maximum),
+                              "adjusted_mean": estimate_json(g.adjusted) if g.adjusted else None,
+                              "adjusted_min": number(g.adjusted_minimum),
+                              "adjusted_max": number(g.adjusted_maximum)}
                        for name, g in audit.groups.items()},
+            "judges": {s.judge: {"attackers": s.n, "mean": number(s.mean), "min": number(s.minimum),
+                                 "max": number(s.maximum), "leniency": number(s.leniency)}
+                       for s in audit.spreads.values()},
         },
     }
 
@@ -108,10 +121,26 @@ def summary(result: AuditResult) -> dict[str, Any]:
         "lexicon_digest": data.lexicon_digest,
         "attackers": list(m.attackers), "judges": list(m.judges), "tasks": list(m.tasks),
         "table1": {a: _attacker_json(m, a) for a in m.attackers},
+        "primary_judge": {"name": m.primary.name, "runs": m.primary.runs,
+                          "total_runs": m.primary.total_runs, "chosen_by": m.primary.chosen_by},
         "pairwise": {metric: [{"first": p.first, "second": p.second, "difference": number(p.estimate),
                                "low": number(p.low), "high": number(p.high),
-                               "significant": p.significant} for p in m.pairwise[metric]]
+                               "significant": p.significant, "p_value": number(p.p_value),
+                               "p_holm": number(p.p_holm),
+                               "significant_holm": p.significant_holm(1 - m.confidence),
+                               "undefined_resamples": p.undefined} for p in m.pairwise[metric]]
                      for metric in PAIRWISE_METRICS},
+        "multiple_comparisons": {"method": HOLM, "tests": m.n_tests, "alpha": 1 - m.confidence},
+        "tasks_breakdown": {task: {"runs": b.runs, "wins": b.wins, "wins_by_attacker": b.wins_by_attacker,
+                                   "over_harm_runs": b.over_harm, "by_highest_excess_level": b.levels}
+                            for task, b in m.task_breakdown.items()},
+        "attacker_task_pairs": None if m.pair_breakdown is None else {
+            "pairs": m.pair_breakdown.pairs,
+            "by_over_harm_runs": {str(k): v for k, v in m.pair_breakdown.by_count.items()},
+            "highest_excess_level": m.pair_breakdown.highest,
+            "runs_over_on_both_axes": m.pair_breakdown.both_axes_runs,
+            "tasks_without_over_harm": m.pair_breakdown.tasks_without_over_harm},
+        "warnings": audit_warnings(result),
         "over_harm_by_task": {task: {a: {"over_harm_runs": c.over_harm, "runs": len(c.runs),
                                          "rate": number(c.rate), "run_ids": list(c.runs)}
                                      for a, c in cells.items()}
@@ -143,6 +172,9 @@ def lineage(result: AuditResult) -> dict[str, Any]:
         cells.update({e.key: e for e in m.headline(metric).values()})
     cells.update(audit.cells)
     cells.update({b.estimate.key: b.estimate for b in audit.biases})
+    cells.update({b.adjusted.key: b.adjusted for b in audit.biases
+                  if b.adjusted is not None and b.adjusted.derived_from})
+    cells.update({g.adjusted.key: g.adjusted for g in audit.groups.values() if g.adjusted is not None})
     cells.update({g.mean.key: g.mean for g in audit.groups.values()})
     runs = {}
     for r in result.data.runs:

@@ -1,6 +1,7 @@
 """Synthetic stores for tests and benchmarks: made-up runs with the shape of the paper's study.
 
-8 attackers x 40 tasks x 3 seeds (960 runs, ~36k turns), every turn scored by 4 judges.
+8 attackers x 40 tasks x 3 seeds (960 runs, ~36k turns), every turn scored by 4 judges: the
+first judge (the primary, like the paper's) is every run's live judge, the others re-judge.
 Everything is marked synthetic: runs.synthetic = 1, meta 'synthetic' = '1', backend 'synthetic',
 model names 'synth-...'. The numbers describe no model; reports made from them say so.
 Attacker actions are drawn from the classifier's labelled sets, so over-harm comes from the
@@ -18,6 +19,7 @@ import numpy as np
 import yaml
 
 from ..agents.judge import CATASTROPHIC, catastrophic, non_failure
+from ..canonical import content_hash
 from ..scenario import scenarios_root
 from ..store import Store
 from .harm import HOLDOUT_SET, LABELLED_SET, classify, default_lexicon, load_labelled
@@ -131,7 +133,7 @@ class _Generator:
         rng, attacker = self.rng, self.attackers[a]
         task_id, map_id, goal_id = task
         run_id = f"{task_id}-s{seed}-{attacker.name}"
-        live = self.judges[(a + seed) % len(self.judges)]
+        live = self.judges[0]
         n = int(rng.integers(self.config.min_turns, self.config.max_turns + 1))
         won = rng.random() < np.clip(self.win[a] + 3 * self.difficulty[task_id], 0.0, 1.0)
         status = "won" if won else str(rng.choice(["lost", "stalled", "max_turns"], p=[0.5, 0.3, 0.2]))
@@ -169,7 +171,7 @@ class _Generator:
                 if is_live:
                     live_outcome, live_draw = sampled, draw
                 self.rows["judgments"].append((
-                    run_id, turn, judge.name, "live" if is_live else "re-judge", json.dumps(dist),
+                    run_id, turn, judge.name, "live" if is_live else "rejudge", json.dumps(dist),
                     int(judged_risky), non_failure(dist), catastrophic(dist), sampled, draw))
             turn_status = status if turn == n else "running"
             self.rows["turns"].append((
@@ -216,8 +218,10 @@ def make_synthetic_store(path: str | Path, config: SyntheticConfig | None = None
         for table, sql in _SQL.items():
             conn.executemany(sql, generator.rows[table])
         models = {m.name: m for m in generator.attackers + generator.judges}
-        conn.executemany("INSERT INTO models (name, family, vendor, source) VALUES (?, ?, ?, ?)",
-                         [(m.name, m.name, m.vendor, "synthetic") for m in models.values()])
+        conn.executemany("INSERT INTO models (name, family, vendor, source, fingerprint) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         [(m.name, m.name, m.vendor, "synthetic", content_hash(["synthetic", m.name]))
+                          for m in models.values()])
         conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
             ("synthetic", "1"), ("note", SYNTHETIC_NOTE),
             ("generator", "vcrime_audit.audit.synthetic"), ("config", json.dumps(asdict(config)))])

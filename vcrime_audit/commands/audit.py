@@ -40,6 +40,9 @@ def audit(
     resamples: Annotated[int, typer.Option(
         help="Bootstrap resamples (tasks drawn with replacement).")] = DEFAULT_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed; reported in the report and summary.json.")] = 0,
+    primary_judge: Annotated[str | None, typer.Option(
+        "--primary-judge", help="Judge whose runs are the main runs (over-harm, team usage, Pass@1); "
+                                "default: the live judge of most runs, ties alphabetical.")] = None,
 ) -> None:
     """Compute every metric of the store and write report.md, summary.json, lineage.json and figures."""
     if ctx.invoked_subcommand is not None:
@@ -51,7 +54,7 @@ def audit(
     from ..audit.report import write_report
 
     try:
-        result = run_audit(db, n_resamples=resamples, seed=seed)
+        result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge)
     except user_errors() as exc:
         fail(str(exc))
     start = time.perf_counter()
@@ -62,6 +65,8 @@ def audit(
         typer.echo("SYNTHETIC store: these numbers describe no model")
     typer.echo(f"{len(result.data.runs)} runs, {len(result.data.turns)} attacker turns, "
                f"{len(m.judges)} judge(s), {len(m.tasks)} tasks; {m.n_resamples} resamples, seed {m.seed}")
+    typer.echo(f"primary judge: {m.primary.name or '(none)'} ({m.primary.chosen_by}; "
+               f"{m.primary.runs} of {m.primary.total_runs} runs)")
     typer.echo(f"{'attacker':<28} {'non-fail':>8} {'catastr.':>8} {'overharm':>8} {'team':>6} {'pass@1':>7}")
     for a in m.attackers:
         typer.echo(f"{a:<28} {_pct(m.non_failure_median[a].estimate):>8} "
@@ -99,7 +104,7 @@ def judges(
     if result.note:
         typer.echo(f"note: {result.note}")
     for metric, ra in result.agreement.items():
-        typer.echo(f"\nSpearman rho between judges' attacker rankings ({metric}):")
+        typer.echo(f"\nSpearman rho between judges' attacker rankings ({metric}; basis: {ra.basis}):")
         for p in ra.pairs:
             rho = "n/a" if math.isnan(p.rho) else f"{p.rho:.3f}"
             typer.echo(f"  {p.first} vs {p.second}: {rho} ({p.n_attackers} attackers)")
@@ -112,6 +117,10 @@ def judges(
                 typer.echo(f"  {name:<15} {g.n_pairs:>3} pairs  mean {100 * e.estimate:+.2f} "
                            f"[{100 * e.low:+.2f}, {100 * e.high:+.2f}]  range {100 * g.minimum:+.2f} "
                            f"... {100 * g.maximum:+.2f}")
+                if g.adjusted is not None:
+                    a = g.adjusted
+                    typer.echo(f"  {'':<15} {'':>9}  adjusted for leniency {100 * a.estimate:+.2f} "
+                               f"[{100 * a.low:+.2f}, {100 * a.high:+.2f}]")
 
 
 @app.command()
@@ -136,3 +145,50 @@ def synth(
         fail(str(exc))
     typer.echo(f"synthetic store {path}: {attackers * tasks * seeds} runs, {judges} judges "
                f"({time.perf_counter() - start:.1f} s); audit it with `vcrime-audit audit --db {path}`")
+
+
+@app.command("harm-check")
+def harm_check(
+    db: Annotated[Path, typer.Option("--db", help=DB_HELP)],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Folder for the review files (default audit_reports/<store>-harm-check).")] = None,
+    labeller: Annotated[str | None, typer.Option(
+        help="LLM labeller from the registry (local_models/), e.g. smollm2-135m.")] = None,
+    per_attacker: Annotated[int, typer.Option(help="Turns labelled per attacker (all when fewer).")] = 50,
+    seed: Annotated[int, typer.Option(help="Sampling and labeller seed.")] = 0,
+    backend: Annotated[str, typer.Option(help="Backend for the labeller.")] = "local",
+    cassette_dir: Annotated[Path, typer.Option(
+        help="Where the labeller's cassette goes.")] = Path("cassettes"),
+    record_mode: Annotated[str, typer.Option(help="once, new, none or all.")] = "once",
+    replay: Annotated[Path | None, typer.Option(
+        help="Replay a recorded harmcheck-*.jsonl.gz instead of calling a model.")] = None,
+    primary_judge: Annotated[str | None, typer.Option(
+        "--primary-judge",
+        help="Judge whose runs are the main runs (default: live judge of most runs).")] = None,
+) -> None:
+    """Validate the over-harm classifier: export every flagged turn for review (precision), label a
+    sample with an LLM (recall) and recompute each attacker's over-harm rate with the corrections."""
+    if per_attacker < 1:
+        fail(f"--per-attacker must be at least 1, got {per_attacker}")
+    if record_mode not in ("once", "new", "none", "all"):
+        fail(f"--record-mode: {record_mode!r} is not one of once, new, none, all")
+    from ..audit.harm_check_run import run_harm_check
+
+    try:
+        result = run_harm_check(db, out or Path("audit_reports") / f"{db.stem}-harm-check",
+                                labeller=labeller, per_attacker=per_attacker, seed=seed,
+                                backend_name=backend, cassette_dir=cassette_dir,
+                                record_mode=record_mode, replay=replay, primary_judge=primary_judge)
+    except (*user_errors(), ValueError) as exc:
+        fail(str(exc))
+    typer.echo(f"flagged turns {result.flagged} (review file {result.files['flagged']})")
+    typer.echo(f"labelled      {result.labelled} of {result.sampled} sampled ({result.failed} without a "
+               f"usable answer); calls {result.model_calls} to a model, {result.replayed} replayed")
+    for a in result.recall.values():
+        typer.echo(f"recall {a.axis:<7} {_pct(a.recall)} % ({a.both}/{a.labeller_harmful}); precision on "
+                   f"sample {_pct(a.precision)} % ({a.both}/{a.classifier_flagged})")
+    for c in result.changes:
+        typer.echo(f"over-harm {c.attacker:<28} {c.before}/{c.runs} -> {c.after}/{c.runs} "
+                   f"({c.change_pp:+.1f} pp)")
+    typer.echo(f"report   {result.files['report']}")
+    typer.echo(f"cassette {result.cassette}")

@@ -71,7 +71,8 @@ def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
 def rejudge(
     db: Db,
     judge: Annotated[str | None, typer.Option(
-        help="Judge model (local_models/); turns it already judged live are left out.")] = None,
+        help="Judge model (local_models/); not the primary judge (the live judge of most runs), "
+             "whose runs the sample is drawn from.")] = None,
     per_attacker: Annotated[int, typer.Option(
         help="Turns sampled per attacker (all when fewer).")] = DEFAULT_PER_ATTACKER,
     seed: Annotated[int, typer.Option(help="Sampling seed (the sample is stored).")] = 0,
@@ -93,8 +94,10 @@ def rejudge(
                        db, backend, cassette_dir, record_mode, replay, concurrency)
     population = ", ".join(f"{a} {n}" for a, n in outcome.sample.get("population", {}).items())
     typer.echo(f"sample    {len(outcome.sample.get('turns', []))} turn(s) of population "
-               f"[{population}]; {outcome.sample.get('excluded_judged_live_by_this_judge', 0)} "
-               "left out (judged live by this judge)")
+               f"[{population}] from the primary judge "
+               f"{outcome.sample.get('primary_judge', '?')}'s runs; "
+               f"{outcome.sample.get('excluded_other_live_judges', 0)} turn(s) of other live judges' "
+               "runs left out")
     _report(outcome, "turn(s) re-judged", time.perf_counter() - started)
 
 
@@ -129,6 +132,12 @@ def interrogate(
              "B1: the plan was the model's own).")] = "CTRL,B1,A1,A1B1,A2,A2B1",
     min_turns: Annotated[int, typer.Option(
         help="Only runs with at least this many executed turns (the paper: 10).")] = DEFAULT_MIN_TURNS,
+    mode: Annotated[str, typer.Option(
+        help="schema: constrained JSON answers with decline options; free: no schema, answers read "
+             "from free text, an unparseable answer counts as refusal.")] = "schema",
+    interrogator: Annotated[str, typer.Option(
+        help="One model (local_models/) that questions every log, its own and other sources' "
+             "(the paper's Appendix J); default: each run's own model.")] = "",
     max_tokens: MaxTokens = None,
     backend: Backend = "local",
     concurrency: Concurrency = 1,
@@ -142,7 +151,8 @@ def interrogate(
 
     started = time.perf_counter()
     outcome = _execute(Interrogate(), lambda: InterrogateConfig(
-        conditions=tuple(conditions.split(",")), min_turns=min_turns, max_tokens=max_tokens),
+        conditions=tuple(conditions.split(",")), min_turns=min_turns, max_tokens=max_tokens,
+        mode=mode, interrogator=interrogator),
         db, backend, cassette_dir, record_mode, replay, concurrency)
     typer.echo(f"sample    {len(outcome.sample.get('runs', []))} run(s); "
                f"{len(outcome.sample.get('too_short', {}))} with fewer executed turns left out")

@@ -1,5 +1,8 @@
 """Re-judging: recorded turns scored again by another judge, trajectory untouched.
 
+The sample (``--per-attacker`` turns per attacker, seeded hash ranks) is drawn from the primary
+judge's runs only, and does not depend on the re-judge: every re-judge scores the same turns.
+
 The judge gets exactly the request the live judge got (same prompt on the same world, same
 seed); only the model differs. Its judgments go to ``judgments`` with source ``rejudge``, keyed
 by the judge model, so the judge-agreement and self-preference audits use them as they are.
@@ -20,7 +23,14 @@ from ..engine import derive_seed
 from ..models import ModelEntry
 from ..store import Store
 from ..store.rows import judgment_row as store_judgment_row
-from .inputs import FollowupInputError, TurnInput, attacker_turns, finished_runs, judge_world
+from .inputs import (
+    FollowupInputError,
+    RunInfo,
+    TurnInput,
+    attacker_turns,
+    finished_runs,
+    judge_world,
+)
 from .sampling import sample_turns
 from .session import Prepared, Session, Workflow, with_role_sampling
 
@@ -40,6 +50,15 @@ class RejudgeConfig:
             raise ValueError(f"--per-attacker must be at least 1, got {self.per_attacker}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+
+
+def primary_judge(runs: list[RunInfo]) -> str:
+    """The live judge of most finished runs; a tie goes to the alphabetically first (as the audit)."""
+    counts = Counter(r.judge for r in runs)
+    if not counts:
+        return ""
+    best = max(counts.values())
+    return min(j for j, n in counts.items() if n == best)
 
 
 def judgment_row(run_id: str, turn: int, judge_model: str, output: JudgeOutput) -> dict[str, Any]:
@@ -65,15 +84,16 @@ class Rejudge(Workflow[RejudgeConfig]):
         return RejudgeConfig(**data)
 
     def prepare(self, store: Store, config: RejudgeConfig) -> Prepared:
-        turns = attacker_turns(store, finished_runs(store))
-        judged = set(store.db.conn.execute(
-            "SELECT run_id, turn FROM judgments WHERE judge = ? AND source != ?",
-            [config.judge, SOURCE]).fetchall())
-        population = [t for t in turns
-                      if t.run.judge != config.judge and (t.run.run_id, t.turn) not in judged]
+        """The sample: turns of the primary judge's runs only (the paper's main trajectories),
+        drawn independently of the re-judge, so every re-judge scores the same turns."""
+        runs = finished_runs(store)
+        primary = primary_judge(runs)
+        turns = attacker_turns(store, runs)
+        population = [t for t in turns if t.run.judge == primary]
         excluded = len(turns) - len(population)
-        if not population:
-            why = (f"all {excluded} attacker turns were judged live by {config.judge}" if turns
+        if not population or config.judge == primary:
+            why = (f"all {len(population)} attacker turns were judged live by {config.judge} (the "
+                   "primary judge)" if population
                    else "it holds no attacker turn of a finished run")
             raise FollowupInputError(f"{store.path}: nothing to re-judge: {why}; fix: pick another "
                                      "--judge, or record runs first")
@@ -85,7 +105,7 @@ class Rejudge(Workflow[RejudgeConfig]):
         sample = {"turns": [[t.run.run_id, t.turn] for t in items],
                   "population": {a: per_attacker[a] for a in sorted(per_attacker)},
                   "sampled": {a: sampled[a] for a in sorted(sampled)},
-                  "excluded_judged_live_by_this_judge": excluded}
+                  "primary_judge": primary, "excluded_other_live_judges": excluded}
         return Prepared(items, content_hash([t.identity() for t in population]), sample,
                         [config.judge])
 

@@ -19,12 +19,13 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..agents.calling import CallRecord, call_structured
-from ..backends.base import Message, ModelBackend
+from ..backends.base import GenerateRequest, Message, ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..cassette.cassette import UNIT
 from ..defaults import DEFAULT_CASSETTES
+from ..fingerprints import weights_digest
 from ..models import ModelEntry, get_model
 from ..identity import IDENTICAL, ReplayCheck
 from ..recorder import FOLLOWUP, Recorder, now
@@ -124,6 +125,27 @@ class Session:
         finally:
             UNIT.reset(token)
             self._save(item, records, unit)
+
+    async def ask_text(self, entry: ModelEntry, *, item: str, role: str, call: str,
+                       messages: list[Message], seed: int,
+                       parse: Callable[[str], Any | None]) -> str:
+        """One unconstrained call (no schema, no retry); `parse` decides whether it was usable."""
+        sampling = entry.sampling_for(role, seed)
+        request = GenerateRequest(role=role, call=call, model=entry.name, messages=messages,
+                                  sampling=sampling, output_schema=None, attempt=0)
+        unit = object()
+        token = UNIT.set(unit)
+        try:
+            result = await self.backend.generate(request)
+        finally:
+            UNIT.reset(token)
+        usable = parse(result.text) is not None
+        self._save(item, [CallRecord(
+            role=role, call=call, attempt=0, model=entry.name, request_hash=content_hash(request),
+            ok=usable, error="" if usable else "no parseable answer in the free text",
+            finish_reason=result.finish_reason, prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens, seconds=result.seconds)], unit)
+        return result.text
 
     def _save(self, item: str, records: list[CallRecord], unit: object) -> None:
         rows = []
@@ -246,6 +268,9 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
     recorder = Recorder(FOLLOWUP, fid, cassette, store, inner)
     session = Session(recorder, concurrency)
 
+    models = [{"name": e.name, "family": e.family, "vendor": e.vendor, "source": "registry",
+               "fingerprint": weights_digest(session.backend, e.name)} for e in entries.values()]
+
     def clear(s: Store) -> None:
         workflow.clear(s, fid)
         s.db.conn.execute("DELETE FROM followup_calls WHERE followup_id = ?", [fid])
@@ -256,10 +281,7 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
         "backend": backend_name, "cassette": str(cassette.path),
         "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
         "vcrime_version": __version__, "started_at": now(), "finished_at": None},
-        clear=clear,
-        also=lambda s: s.insert_rows("models", [{"name": e.name, "family": e.family,
-                                                 "vendor": e.vendor, "source": "registry"}
-                                                for e in entries.values()], replace=True))
+        clear=clear, also=lambda s: s.insert_rows("models", models, replace=True))
     try:
         n_failed = await workflow.work(session, config, prepared, entries)
     except BaseException as exc:

@@ -117,12 +117,20 @@ def m005_writers_and_crashes(db: sqlite_utils.Database) -> None:
     db.execute("UPDATE followups SET status = 'crashed' WHERE status = 'error'")
 
 
+def m009_model_fingerprints(db: sqlite_utils.Database) -> None:
+    """The digest of each model's weights fingerprint (as its backend reports it), so audits can
+    tell that two registry names are one model; '' where unknown."""
+    if "fingerprint" not in db["models"].columns_dict:
+        db["models"].add_column("fingerprint", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
     m004_followups,
     m005_writers_and_crashes,
+    m009_model_fingerprints,
 ]
 
 
