@@ -33,7 +33,15 @@ def _legacy_run_hash(store: Store, run_id: str) -> str:
 def _replay(path: Path, cassette: Cassette, scratch: Path, store: Path | None) -> tuple[ReplayCheck, str]:
     """Replay; return the check and the hash under the recording's own definitions."""
     kind = cassette.meta.get("kind", "run")
-    if kind == "certification":
+    if kind == "harmcheck":
+        from .audit.harm_check_run import run_harm_check
+
+        if store is None:
+            raise CassetteError(f"{path}: a harm-check cassette replays only on the store it was "
+                                "recorded on; fix: pass --db STORE")
+        result = run_harm_check(store, scratch.parent / "harm-check", labeller=None, per_attacker=0,
+                                seed=0, replay=path)
+        return result.check, result.check.actual_hash
         from .certify.run import replay_certification
 
         outcome = asyncio.run(replay_certification(path, scratch))
@@ -60,12 +68,14 @@ def upgrade_cassette(path: Path, store: Path | None = None) -> str:
     cassette = Cassette(path, RecordMode.none)
     if cassette.format >= 2:
         return f"{path}: already format {cassette.format}"
-    if cassette.summary is None:
+    if cassette.summary is None and cassette.meta.get("kind") == "harmcheck":
+        pass  # format-1 harm-check cassettes kept no summary: the replay's becomes it
+    elif cassette.summary is None:
         raise CassetteError(f"{path}: has no summary, so its replay cannot be checked before the "
                             "upgrade; fix: re-record it")
     with tempfile.TemporaryDirectory() as tmp:
         check, legacy_hash = _replay(path, cassette, Path(tmp) / "replay.sqlite", store)
-    recorded = cassette.summary.get(check.hash_field)
+    recorded = (cassette.summary or {}).get(check.hash_field, legacy_hash)
     if legacy_hash != recorded:
         raise CassetteError(f"{path}: its replay differs from its recording (recorded {recorded}, "
                             f"replayed {legacy_hash}); not upgraded; fix: re-record it")

@@ -279,7 +279,7 @@ class Verifier:
         try:
             cassette = Cassette(path, RecordMode.none)
             kind = cassette.meta.get("kind", "run")
-            if kind == "followup":
+            if kind in ("followup", "harmcheck"):
                 if not cassette.verifiable:
                     return self._add(Verdict("cassette", str(path), UNVERIFIED, "no summary"))
                 return self._add(Verdict("cassette", str(path), FILE_VERIFIED, "checksums and chain "

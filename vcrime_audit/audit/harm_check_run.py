@@ -32,6 +32,8 @@ class HarmCheckResult:
     files: dict[str, Path]
     model_calls: int
     replayed: int
+    check: Any = None
+    """Whether the labels equal the recording's (a ReplayCheck)."""
 
     @property
     def max_change_pp(self) -> float:
@@ -106,17 +108,31 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
         finally:
             await backend.aclose()
 
+    from ..identity import ReplayCheck
+    from ..rowdigest import row_digest
+
     try:
         labels, failed = asyncio.run(label())
-    finally:
-        if cassette.recording:
-            cassette.save()
+    except BaseException:
+        cassette.discard_pending()
+        cassette.close()
+        raise
+    rows = {"labels": [{"run_id": k[0], "turn": k[1], "force": v[0], "damage": v[1]}
+                       for k, v in sorted(labels.items())],
+            "failed": [{"run_id": k[0], "turn": k[1], "error": v} for k, v in sorted(failed.items())]}
+    fields = {"labels_hash": content_hash(rows), "rows": row_digest(rows)}
+    check = ReplayCheck("labels_hash", fields["labels_hash"], fields["rows"], cassette.summary,
+                        cassette.recording, fields)
+    if cassette.recording:
+        cassette.close_with_summary(fields)
+        cassette.finalise()
     readings = {(t.run_id, t.turn): (t.force, t.damage) for t in turns}
     recall = axis_recall(readings, labels)
     changes = rate_changes(runs, readings, labels, data.goals)
     files = _write(out, data, flagged, texts, chosen, readings, labels, failed, attacker)
     result = HarmCheckResult(primary, len(flagged), len(chosen), len(labels), len(failed), recall,
-                             changes, cassette.path, files, backend.model_calls, backend.replayed)
+                             changes, cassette.path, files, backend.model_calls, backend.replayed,
+                             check)
     files["report"] = out / "harm_check.md"
     files["report"].write_text(markdown(result, labeller), encoding="utf-8")
     files["summary"] = out / "harm_check.json"

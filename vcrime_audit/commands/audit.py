@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ..defaults import DEFAULT_RESAMPLES
-from .common import fail, user_errors
+from .common import report_check, fail, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -192,3 +192,4 @@ def harm_check(
                    f"({c.change_pp:+.1f} pp)")
     typer.echo(f"report   {result.files['report']}")
     typer.echo(f"cassette {result.cassette}")
+    report_check(result.check, "labels")
