@@ -13,7 +13,7 @@ Definitions:
   event loop ran something else without yielding.
 
     python benchmarks/bench_concurrency.py [--concurrency 256] [--latency-ms 200]
-                                           [--attackers 8 --tasks 40 --seeds 3] [--diagnose]
+                                           [--attackers 8 --tasks 40 --seeds 3] [--max-turns 60] [--diagnose]
 
 ``--diagnose`` turns on asyncio debug mode, which logs every callback that held the loop
 longer than 50 ms (debug mode itself slows the loop; use it to find, not to measure).
@@ -111,17 +111,18 @@ def main() -> None:
     parser.add_argument("--attackers", type=int, default=8)
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-turns", type=int, default=60, help="Turn cap (the paper's: 60).")
     parser.add_argument("--diagnose", action="store_true")
     args = parser.parse_args()
     if args.diagnose:
         logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         spec = study_spec(Path(tmp), args.attackers, args.tasks, args.seeds, args.concurrency,
-                          args.latency_ms)
+                          args.latency_ms, max_turns=args.max_turns)
         scale = args.attackers * args.tasks * args.seeds
-        print(f"grid {args.attackers} x {args.tasks} x {args.seeds} = {scale} runs (960 = the paper's), "
-              f"concurrency {args.concurrency}, SCRIPTED backend with {args.latency_ms:.0f} ms per call; "
-              f"{load_average()}")
+        print(f"grid {args.attackers} x {args.tasks} x {args.seeds} = {scale} runs, {args.max_turns}-turn "
+              f"cap (the paper's: 960 runs, 60 turns), concurrency {args.concurrency}, SCRIPTED backend "
+              f"with {args.latency_ms:.0f} ms per call; {load_average()}")
         result = asyncio.run(measure(spec), debug=args.diagnose)
     r = result
     print(f"{r['runs']} runs, {r['turns']} turns, {r['calls']} calls in {r['seconds']:.1f} s "

@@ -11,8 +11,8 @@ Per cassette (default: the committed demo cassettes):
   (best of ``--repeats``);
 - ratio = limit / replay, i.e. replay speed as a share of the speed of its own data (issue 12's
   target is >= 20 %).
-``--profile`` adds the top functions of one profiled replay into a store with tables (cProfile, by own time and by
-cumulative time), each marked with the layer it belongs to.
+``--profile`` adds the top functions of one profiled replay into a store with tables (cProfile,
+by own time and by cumulative time), each marked with the layer it belongs to.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from vcrime_audit.engine import Engine, EpisodeLimits, Roles
 from vcrime_audit.models import ModelEntry
 from vcrime_audit.patch import PHASES
 
-
 DEMO = sorted((Path(__file__).resolve().parents[2] / "cassettes").glob(
     "robotics_company__data_theft-*.jsonl.gz"))[0]
 
@@ -88,8 +87,8 @@ def test_judge_and_world_manager_schemas_parse(demo_world):
     action = attacker.Action(actor="alex", verb="walk", description="walk in", targets=["car_park"],
                              time_minutes=5)
     schemas = [(judge.JudgeOutput, judge.assess_schema(), judge.check_judgment)]
-    schemas += [(world_manager.PhaseOutput, world_manager.phase_schema(demo_world, p), world_manager.check_ops)
-                for p in PHASES]
+    schemas += [(world_manager.PhaseOutput, world_manager.phase_schema(demo_world, p),
+                 world_manager.check_ops) for p in PHASES]
     for output_model, schema, check in schemas:
         for seed in range(10):
             records = []
