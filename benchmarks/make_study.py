@@ -78,7 +78,7 @@ def describe(spec, seconds: float) -> None:
           f"turn), cassettes {size / 1e6:.1f} MB = {size / calls:.0f} bytes/call")
     print("status: " + ", ".join(f"{s} {n} (mean {statistics.mean(t for st, t in runs if st == s):.1f} "
                                  f"turns)" for s, n in sorted(by_status.items())))
-    print(f"generation wall time {seconds:.1f} s = {sum(turns) / seconds:.0f} turns/s; {load_average()}")
+    print(f"generation wall time {seconds:.1f} s = {sum(turns) / seconds:.1f} turns/s; {load_average()}")
 
 
 def main() -> None:
