@@ -45,7 +45,7 @@ def _children_cpu() -> float:
 
 def timed(command: list[str]) -> tuple[float, float, str]:
     """(wall, CPU) seconds of a fresh process (CPU: its own and its children's), and its output."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.environ.get("PYTHONPATH", ""), str(ROOT)])}
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu
