@@ -3,13 +3,17 @@ output schema, deterministically from the request (its seed and its hash).
 
 Not a model and not an evaluation of anything: it exists to record study-sized corpora and to
 load the engine like a model server would (``latency_ms`` simulates a server's answer time with
-unlimited parallelism). Answer lengths follow the embedded model's cassettes (``FIELD_LENGTHS``);
-the judge's outcome mix is tuned so a 60-turn-cap grid ends after ~38 turns on average.
+unlimited parallelism). Answer lengths follow the embedded model's cassettes (``FIELD_LENGTHS``).
+Episodes end by the normal rules: crews reach the places their open checkpoints name, rare draws
+(``catastrophe_weight``, ``hazard``) lose runs, and runs without progress stall. With the defaults
+a 60-turn-cap, 30-turn-stall grid averages ~27 turns per run (20 runs measured; the paper-size
+study the issue describes averages ~38): most runs meet their first checkpoints, few their last.
 
-Options (``options`` of a ``backend: scripted`` registry entry, all optional):
-``latency_ms`` (simulated answer time; not part of the fingerprint: it never changes an answer),
-``truncate_rate`` (share of answers cut short with ``finish_reason: length``, as a model running
-out of tokens; the engine retries them), ``catastrophe_weight`` and ``move_weight`` (the mix).
+Options (``options`` of a ``backend: scripted`` registry entry, all optional; see
+``ScriptedOptions``): ``latency_ms`` (simulated answer time; not part of the fingerprint: it never
+changes an answer), ``truncate_rate`` (answers cut short with ``finish_reason: length``, as a model
+running out of tokens; the engine retries them), ``catastrophe_weight``, ``hazard``,
+``move_weight`` and ``aim`` (the mix).
 """
 
 from __future__ import annotations
