@@ -1,25 +1,71 @@
-"""Time the whole audit on a SYNTHETIC 960-run store (8 attackers x 40 tasks x 3 seeds, 4 judges).
+"""The full audit against merely reading the store, on a SYNTHETIC 960-run store.
 
-Metrics = Table 1 per judge and median, over-harm, team usage, Pass@1, all pairwise differences,
-judge rank agreement and self-preference, every interval from 10,000 task resamples.
-Loading the store and drawing the report are timed separately.
+Store: 8 attackers x 40 tasks x 3 seeds, 4 judges (``vcrime_audit.audit.synthetic``).
+Both are timed as fresh processes, interleaved, best of ``--repeats``:
+- read: ``python -c`` that opens the store with plain sqlite3 and fetches every row of every table;
+- audit: ``python -m vcrime_audit.cli audit --db STORE --out DIR`` -- all metrics, the judge audit,
+  10,000 task resamples, every pairwise difference, report.md, summary.json, lineage.json, 3 PNGs.
+ratio = audit / read (issue 12's target: <= 3), in wall time and in CPU time (user + system of the
+process and its children: on a shared machine wall time also counts waiting for other processes).
 
-    python benchmarks/bench_audit.py [--store PATH] [--repeats 3] [--resamples 10000]
+    python benchmarks/bench_audit.py [--store PATH] [--repeats 3] [--resamples 10000] [--details]
+
+``--details`` adds in-process timings of loading, metrics and the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from vcrime_audit.audit.judges import judge_audit
-from vcrime_audit.audit.load import load_audit_input, open_store
-from vcrime_audit.audit.metrics import attacker_metrics
-from vcrime_audit.audit.pipeline import run_audit
-from vcrime_audit.audit.report import write_report
-from vcrime_audit.audit.synthetic import make_synthetic_store
+ROOT = Path(__file__).resolve().parent.parent
+READ_ALL = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+print(sum(len(conn.execute(f"SELECT * FROM [{t}]").fetchall()) for t in tables))
+"""
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str]) -> tuple[float, float, str]:
+    """(wall, CPU) seconds of a fresh process (CPU: its own and its children's), and its output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.environ.get("PYTHONPATH", ""), str(ROOT)])}
+    started, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
+    return seconds, cpu, done.stdout
+
+
+def details(path: Path, resamples: int, folder: Path) -> None:
+    from vcrime_audit.audit.pipeline import run_audit
+    from vcrime_audit.audit.report import write_report
+
+    start = time.perf_counter()
+    result = run_audit(path, n_resamples=resamples, seed=0)
+    audit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    write_report(result, folder)
+    report_s = time.perf_counter() - start
+    parts = ", ".join(f"{k} {v:.2f} s" for k, v in result.seconds.items())
+    print(f"in process: run_audit {audit_s:.2f} s ({parts}); write_report {report_s:.2f} s")
 
 
 def main() -> None:
@@ -27,34 +73,38 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="An existing synthetic store (default: make one).")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--details", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.store
         if path is None:
+            from vcrime_audit.audit.synthetic import make_synthetic_store
+
             start = time.perf_counter()
             path = make_synthetic_store(Path(tmp) / "synthetic.sqlite")
-            print(f"made the synthetic store in {time.perf_counter() - start:.1f} s")
-        load, metrics = [], []
+            print(f"made the SYNTHETIC store in {time.perf_counter() - start:.1f} s: {path}")
+        read_cmd = [sys.executable, "-c", READ_ALL, str(path)]
+        audit_cmd = [sys.executable, "-m", "vcrime_audit.cli", "audit", "--db", str(path), "--out",
+                     str(Path(tmp) / "report"), "--resamples", str(args.resamples)]
+        reads, audits = [], []
         for _ in range(args.repeats):
-            start = time.perf_counter()
-            data = load_audit_input(open_store(path))
-            load.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            table = attacker_metrics(data, n_resamples=args.resamples, seed=0)
-            judges = judge_audit(data, n_resamples=args.resamples, seed=0)
-            metrics.append(time.perf_counter() - start)
-        print(f"store: {len(data.runs)} runs, {len(data.turns)} attacker turns, {len(data.judgments)} "
-              f"judgments, {len(data.judges)} judges, {len(data.tasks)} tasks (SYNTHETIC)")
-        print(f"all metrics, {args.resamples} resamples ({len(table.attackers)} attackers x "
-              f"{len(table.judges)} judges, {sum(map(len, table.pairwise.values()))} pairwise differences, "
-              f"{len(judges.biases)} self-preference pairs): best {min(metrics):.3f} s, "
-              f"worst {max(metrics):.3f} s over {args.repeats} repeats")
-        print(f"loading the store: best {min(load):.3f} s")
-        start = time.perf_counter()
-        result = run_audit(path, n_resamples=args.resamples, seed=0)
-        write_report(result, Path(tmp) / "report")
-        print(f"end to end (load, metrics, evidence, report.md, JSON, 3 PNG): "
-              f"{time.perf_counter() - start:.2f} s")
+            *timing, rows = timed(read_cmd)
+            reads.append(timing)
+            *timing, out = timed(audit_cmd)
+            audits.append(timing)
+        read, read_cpu = min(w for w, _ in reads), min(c for _, c in reads)
+        audit, audit_cpu = min(w for w, _ in audits), min(c for _, c in audits)
+        print(f"read every row ({rows.strip()} rows) with plain sqlite3 in a fresh process: best "
+              f"{read:.2f} s wall, {read_cpu:.2f} s CPU "
+              f"(all wall: {', '.join(f'{w:.2f}' for w, _ in reads)})")
+        print(f"full audit in a fresh process (`{' '.join(audit_cmd[1:4])} ...`, {args.resamples} "
+              f"resamples, report + 3 figures): best {audit:.2f} s wall, {audit_cpu:.2f} s CPU "
+              f"(all wall: {', '.join(f'{w:.2f}' for w, _ in audits)})")
+        print("  " + next((line for line in out.splitlines() if line.startswith("seconds:")), ""))
+        print(f"audit/read ratio {audit / read:.2f} wall, {audit_cpu / read_cpu:.2f} CPU (target <= 3 "
+              f"wall); {load_average()}")
+        if args.details:
+            details(path, args.resamples, Path(tmp) / "report-details")
 
 
 if __name__ == "__main__":

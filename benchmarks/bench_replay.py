@@ -1,45 +1,133 @@
-"""Replay throughput and cassette size for the committed cassettes.
+"""Replay speed against the speed of the cassette's own data.
 
-    python benchmarks/bench_replay.py [CASSETTE ...]
+    python benchmarks/bench_replay.py [CASSETTE ...] [--repeats 5] [--profile]
 
-Prints, per cassette: calls, bytes per call, replay turns/s and calls/s (best of 5).
+Per cassette (default: the committed demo cassettes):
+- replay: wall time of ``runner.replay`` into a new temporary store (best of ``--repeats``),
+  checked identical to the recording;
+  and into a new store that already has its tables (a copy of an empty migrated store), which
+  leaves out the one-off cost of creating tables;
+- limit: wall time of merely reading the file, decompressing it and parsing every JSON line
+  (best of ``--repeats``);
+- ratio = limit / replay, i.e. replay speed as a share of the speed of its own data (issue 12's
+  target is >= 20 %), in wall time and in CPU time of this process (CPU time leaves out waiting
+  for the disk and for other processes on a shared machine).
+``--profile`` adds the top functions of one profiled replay into a store with tables (cProfile,
+by own time and by cumulative time), each marked with the layer it belongs to.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
+import cProfile
+import gzip
+import json
+import os
+import pstats
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay
+from vcrime_audit.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(path: Path, repeats: int = 5) -> None:
-    cassette = Cassette(path, RecordMode.none)
-    calls = len(cassette.calls)
-    best = float("inf")
-    turns = 0
-    for _ in range(repeats):
-        with tempfile.TemporaryDirectory() as tmp:
-            started = time.perf_counter()
-            outcome = asyncio.run(replay(path, Path(tmp) / "r.sqlite"))
-            best = min(best, time.perf_counter() - started)
-            turns = outcome.turns
-            assert outcome.identical, f"{path}: replay differs from the recording"
-    recorded_seconds = sum(c["result"]["seconds"] for c in cassette.calls)
-    print(f"{path.name}: {calls} calls, {path.stat().st_size / calls:.0f} bytes/call, "
-          f"{turns} turns; replay {best:.3f} s = {turns / best:.1f} turns/s, {calls / best:.0f} calls/s; "
-          f"recorded model time {recorded_seconds:.1f} s = {recorded_seconds / max(turns, 1):.1f} s/turn, "
-          f"{calls / max(turns, 1):.1f} calls/turn")
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
+
+
+def read_limit(path: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of reading, decompressing and parsing the cassette."""
+    started, cpu = time.perf_counter(), time.process_time()
+    data = gzip.decompress(path.read_bytes())
+    for line in data.decode("utf-8").splitlines():
+        json.loads(line)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def replay_once(path: Path, template: Path | None = None) -> tuple[float, float, int]:
+    """(wall, CPU) seconds and turns of one replay into a new store (a copy of ``template``,
+    whose tables exist, when given)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "r.sqlite"
+        if template is not None:
+            shutil.copyfile(template, db)
+        started, cpu = time.perf_counter(), time.process_time()
+        outcome = asyncio.run(replay(path, db))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if not outcome.identical:
+        raise SystemExit(f"{path}: replay differs from the recording")
+    return seconds, cpu, outcome.turns
+
+
+def layer(filename: str, func: str) -> str:
+    where = f"{filename} {func}"
+    for part, name in (("/cassette/", "cassette"), ("/store/", "store"), ("sqlite", "store"),
+                       ("/vcrime_audit/", "engine"), ("pydantic", "pydantic"), ("jinja2", "jinja2"),
+                       ("json", "json")):
+        if part in where:
+            return name
+    return "other"
+
+
+def profile(path: Path, template: Path, top: int = 15) -> None:
+    """cProfile of one replay into a store whose tables exist (creating them is profiled apart)."""
+    profiler = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copyfile(template, Path(tmp) / "r.sqlite")
+        profiler.enable()
+        asyncio.run(replay(path, Path(tmp) / "r.sqlite"))
+        profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    entries = stats.stats  # type: ignore[attr-defined]
+    for title, column in (("own time", 2), ("cumulative time", 3)):
+        print(f"  profile, top {top} by {title} (of {total:.3f} s profiled):")
+        ranked = sorted(entries.items(), key=lambda kv: kv[1][column], reverse=True)[:top]
+        for (filename, line, func), (_, calls, tt, ct, _) in ranked:
+            short = filename.split("site-packages/")[-1].split("vcrime_audit/")[-1]
+            print(f"    {tt if column == 2 else ct:7.3f} s {calls:>8} calls  [{layer(filename, func):8}] "
+                  f"{short}:{line} {func}")
+
+
+def measure(path: Path, repeats: int, with_profile: bool) -> None:
+    calls = len(Cassette(path, RecordMode.none).calls)
+    with tempfile.TemporaryDirectory() as tmp:
+        template = Path(tmp) / "template.sqlite"
+        Store(template).db.conn.close()
+        runs = [replay_once(path) for _ in range(repeats)]
+        warm = [replay_once(path, template) for _ in range(repeats)]
+        limits = [read_limit(path) for _ in range(repeats)]
+        limit, limit_cpu = min(w for w, _ in limits), min(c for _, c in limits)
+        turns = runs[0][2]
+        print(f"{path.name}: {calls} calls, {turns} turns, {path.stat().st_size / calls:.0f} bytes/call; "
+              f"read+decompress+parse {1000 * limit:.2f} ms wall, {1000 * limit_cpu:.2f} ms CPU "
+              f"(best of {repeats}); {load_average()}")
+        for title, results in (("into a new store", runs), ("into a store whose tables exist", warm)):
+            best, best_cpu = min(r[0] for r in results), min(r[1] for r in results)
+            print(f"  replay {title}: {1000 * best:.1f} ms wall ({turns / best:.1f} turns/s), "
+                  f"{1000 * best_cpu:.1f} ms CPU; replay/limit ratio {100 * limit / best:.2f} % wall, "
+                  f"{100 * limit_cpu / best_cpu:.2f} % CPU")
+        if with_profile:
+            profile(path, template)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cassettes", nargs="*", type=Path)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="Also print a cProfile of one replay.")
+    args = parser.parse_args()
+    paths = args.cassettes or sorted((ROOT / "cassettes").glob("robotics_company__*.jsonl.gz"))
+    for p in paths:
+        measure(p, args.repeats, args.profile)
 
 
 if __name__ == "__main__":
-    demo = sorted((ROOT / "cassettes").glob("robotics_company__*.jsonl.gz"))
-    paths = [Path(p) for p in sys.argv[1:]] or demo
-    for p in paths:
-        measure(p)
+    main()

@@ -95,7 +95,9 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
     world = demo_world
     start = turn_start_locations(world)
     for phase, ops in data.draw(op_sequences(demo_world)):
+        before = world.to_json()
         result = apply_ops(world, ops, phase, start)
+        assert world.to_json() == before, "apply_ops changed its input world"
         assert len(result.applied) + len(result.dropped) == len(ops)
         assert all(isinstance(op, PHASE_OPS[phase]) for op in result.applied)
         world = result.world

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .patch import Draft
 from .world import Condition, WorldState
 
 
@@ -42,10 +43,13 @@ def refresh_flags(world: WorldState) -> WorldState:
     Checkpoints latch: once met they stay met. Failures latch too (a run ends on them).
     A flag with ``requires`` can only be met once those checkpoints are.
     """
-    new = world.model_copy(deep=True)
-    for flag in [*new.checkpoints.values(), *new.failures.values()]:
-        ready = all(new.checkpoints[r].met for r in flag.requires if r in new.checkpoints)
-        now = ready and holds(new, flag.condition)
-        if now and not flag.met:
-            flag.met, flag.met_turn = True, new.turn
+    draft = Draft(world)
+    new = draft.world
+    for table in ("checkpoints", "failures"):
+        for flag_id in list(getattr(new, table)):
+            flag = getattr(new, table)[flag_id]
+            ready = all(new.checkpoints[r].met for r in flag.requires if r in new.checkpoints)
+            if ready and not flag.met and holds(new, flag.condition):
+                flag = draft.own(table, flag_id)
+                flag.met, flag.met_turn = True, new.turn
     return new

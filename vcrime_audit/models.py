@@ -32,7 +32,7 @@ class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
-    backend: Literal["local", "vllm", "openai", "transformers"]
+    backend: Literal["local", "vllm", "openai", "transformers", "scripted"]
     family: str
     vendor: str
     weights: Weights

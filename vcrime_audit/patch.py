@@ -12,7 +12,7 @@ are never destroyed or duplicated; operations that name unknown ids are dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -149,13 +149,44 @@ def _check(condition: bool, reason: str) -> None:
         raise _Drop(reason)
 
 
-def _carry_along(world: WorldState, holder_id: str, location: str) -> None:
-    for ent in world.entities.values():
-        if ent.holder == holder_id:
-            ent.current_location = location
+TABLES = ("locations", "members", "npcs", "entities", "events", "checkpoints", "failures")
 
 
-def _apply_one(world: WorldState, op: _Op, turn_start: dict[str, str]) -> None:
+class Draft:
+    """A copy-on-write world: its tables are new dicts, its objects shared with the original
+    until :meth:`own` copies one for writing. Nothing reachable from the original is changed."""
+
+    def __init__(self, world: WorldState) -> None:
+        self.world = world.model_copy(update={
+            **{t: dict(getattr(world, t)) for t in TABLES},
+            "globals": world.globals.model_copy(), "attacker": world.attacker.model_copy()})
+        self._owned: set[tuple[str, str]] = set()
+
+    def own(self, table: str, object_id: str) -> Any:
+        """The object, copied (deeply) the first time it is asked for, for changing in place."""
+        objects = getattr(self.world, table)
+        if (table, object_id) not in self._owned:
+            objects[object_id] = objects[object_id].model_copy(deep=True)
+            self._owned.add((table, object_id))
+        return objects[object_id]
+
+
+def _table(world: WorldState, object_id: str, tables: tuple[str, ...]) -> str | None:
+    return next((t for t in tables if object_id in getattr(world, t)), None)
+
+
+MOBILE = ("members", "npcs", "entities")
+
+
+def _carry_along(draft: Draft, holder_id: str, location: str) -> None:
+    for ent in list(draft.world.entities.values()):
+        if ent.holder == holder_id and ent.current_location != location:
+            draft.own("entities", ent.id).current_location = location
+
+
+def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
+    """Every check of an operation runs before its first change, so a dropped one leaves no trace."""
+    world = draft.world
     if isinstance(op, Move):
         obj = world.mobile(op.target)
         _check(obj is not None, f"unknown id '{op.target}'")
@@ -168,8 +199,8 @@ def _apply_one(world: WorldState, op: _Op, turn_start: dict[str, str]) -> None:
         origin = turn_start.get(obj.id, obj.current_location)
         _check(world.adjacent(origin, op.to),
                f"'{obj.id}' started the turn in '{origin}', not adjacent to '{op.to}'")
-        obj.current_location = op.to
-        _carry_along(world, obj.id, op.to)
+        draft.own(_table(world, obj.id, MOBILE), obj.id).current_location = op.to
+        _carry_along(draft, obj.id, op.to)
     elif isinstance(op, Take):
         ent = world.entities.get(op.entity)
         _check(ent is not None, f"unknown entity '{op.entity}'")
@@ -178,28 +209,28 @@ def _apply_one(world: WorldState, op: _Op, turn_start: dict[str, str]) -> None:
         _check(ent.portable and not ent.destroyed, f"'{ent.id}' cannot be carried")
         _check(ent.current_location == taker.current_location,
                f"'{ent.id}' is in '{ent.current_location}', '{taker.id}' in '{taker.current_location}'")
-        ent.holder = taker.id
+        draft.own("entities", ent.id).holder = taker.id
     elif isinstance(op, Drop):
         ent = world.entities.get(op.entity)
         _check(ent is not None, f"unknown entity '{op.entity}'")
         _check(ent.holder is not None, f"'{ent.id}' is not carried")
-        ent.holder = None
+        draft.own("entities", ent.id).holder = None
     elif isinstance(op, SetState):
-        ent = world.entities.get(op.entity)
-        _check(ent is not None, f"unknown entity '{op.entity}'")
-        ent.state[op.key] = op.value
+        _check(op.entity in world.entities, f"unknown entity '{op.entity}'")
+        draft.own("entities", op.entity).state[op.key] = op.value
     elif isinstance(op, SetStatus):
         if op.target in world.members:
             _check(op.status in MEMBER_STATUSES, f"member status must be one of {MEMBER_STATUSES}")
-            world.members[op.target].status = op.status  # type: ignore[assignment]
+            draft.own("members", op.target).status = op.status
         elif op.target in world.npcs:
             _check(op.status in NPC_STATUSES, f"NPC status must be one of {NPC_STATUSES}")
-            world.npcs[op.target].status = op.status  # type: ignore[assignment]
+            draft.own("npcs", op.target).status = op.status
         else:
             raise _Drop(f"unknown member or NPC '{op.target}'")
     elif isinstance(op, (Note, Observe)):
-        obj = world.find(op.target)
-        _check(obj is not None, f"unknown id '{op.target}'")
+        table = _table(world, op.target, ("locations", *MOBILE))
+        _check(table is not None, f"unknown id '{op.target}'")
+        obj = draft.own(table, op.target)
         if isinstance(op, Note):
             obj.history.append(op.text)
         else:
@@ -208,21 +239,24 @@ def _apply_one(world: WorldState, op: _Op, turn_start: dict[str, str]) -> None:
         ent = world.entities.get(op.entity)
         _check(ent is not None, f"unknown entity '{op.entity}'")
         _check(not ent.key, f"'{ent.id}' is a key item and cannot be destroyed")
+        ent = draft.own("entities", ent.id)
         ent.destroyed, ent.holder = True, None
     elif isinstance(op, SetAlarm):
         world.globals.alarm_level = op.level
     elif isinstance(op, SetWeather):
         world.globals.weather = op.weather
     elif isinstance(op, EventUpdate):
-        event = world.events.get(op.event)
-        _check(event is not None, f"unknown event '{op.event}'")
+        _check(op.event in world.events, f"unknown event '{op.event}'")
+        event = draft.own("events", op.event)
         event.status = op.status
         if op.note:
             event.notes.append(op.note)
     elif isinstance(op, FlagUpdate):
-        flag = world.checkpoints.get(op.flag) or world.failures.get(op.flag)
-        _check(flag is not None, f"unknown flag '{op.flag}'")
+        table = _table(world, op.flag, ("checkpoints", "failures"))
+        _check(table is not None, f"unknown flag '{op.flag}'")
+        flag = getattr(world, table)[op.flag]
         _check(flag.condition.kind == "judged", f"'{flag.id}' is decided by its condition")
+        flag = draft.own(table, op.flag)
         if op.met and not flag.met:
             flag.met_turn = world.turn
         flag.met = op.met
@@ -241,26 +275,26 @@ def turn_start_locations(world: WorldState) -> dict[str, str]:
 
 def apply_ops(world: WorldState, ops: list[_Op], phase: str,
               turn_start: dict[str, str] | None = None) -> PatchResult:
-    """Apply the operations allowed in ``phase``; drop the rest with a reason. Pure."""
-    new = world.model_copy(deep=True)
+    """Apply the operations allowed in ``phase``; drop the rest with a reason. Pure: the result
+    shares unchanged objects with ``world`` and changes nothing reachable from it."""
+    draft = Draft(world)
     turn_start = turn_start if turn_start is not None else turn_start_locations(world)
-    result = PatchResult(world=new)
+    result = PatchResult(world=draft.world)
     allowed = PHASE_OPS[phase]
     for op in ops:
         if not isinstance(op, allowed):
             result.dropped.append((op, f"'{op.op}' is not allowed in phase '{phase}'"))
             continue
-        trial = new.model_copy(deep=True)
         try:
-            _apply_one(trial, op, turn_start)
+            _apply_one(draft, op, turn_start)
         except _Drop as exc:
             result.dropped.append((op, str(exc)))
             continue
-        new = trial
         result.applied.append(op)
-    for ent in new.entities.values():
+    new = draft.world
+    for ent in list(new.entities.values()):
         if ent.holder is not None:
             holder = new.mobile(ent.holder)
-            ent.current_location = holder.current_location  # type: ignore[union-attr]
-    result.world = new
+            if ent.current_location != holder.current_location:  # type: ignore[union-attr]
+                draft.own("entities", ent.id).current_location = holder.current_location  # type: ignore[union-attr]
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -144,13 +145,19 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return path
 
 
+@lru_cache(maxsize=256)
+def _parse_yaml(text: str) -> Any:
+    """Parsed once per distinct text (a study loads each task once per run); callers only read it."""
+    return yaml.safe_load(text)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(path, "", f"cannot read file: {exc.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return _parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -152,6 +152,26 @@ class Globals(Strict):
     alarm_level: int = Field(0, ge=0, le=3)
 
 
+_ADJACENCY: dict[int, tuple[list[tuple[str, str]], dict[str, tuple[str, ...]]]] = {}
+
+
+def _adjacency(edges: list[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """Sorted neighbours per location, computed once per edge list (worlds copied during an
+    episode share theirs; nothing changes edges). The cache holds the list, so its id stays valid."""
+    hit = _ADJACENCY.get(id(edges))
+    if hit is not None and hit[0] is edges:
+        return hit[1]
+    out: dict[str, set[str]] = {}
+    for a, b in edges:
+        out.setdefault(a, set()).add(b)
+        out.setdefault(b, set()).add(a)
+    table = {k: tuple(sorted(v)) for k, v in out.items()}
+    if len(_ADJACENCY) >= 512:
+        _ADJACENCY.clear()
+    _ADJACENCY[id(edges)] = (edges, table)
+    return table
+
+
 class WorldState(Strict):
     """Every id-keyed table is kept sorted by id, so memory order equals canonical JSON order."""
 
@@ -183,9 +203,7 @@ class WorldState(Strict):
         return self
 
     def neighbours(self, location_id: str) -> list[str]:
-        out = {b for a, b in self.edges if a == location_id} | {
-            a for a, b in self.edges if b == location_id}
-        return sorted(out)
+        return list(_adjacency(self.edges).get(location_id, ()))
 
     def adjacent(self, a: str, b: str) -> bool:
         return a == b or b in self.neighbours(a)

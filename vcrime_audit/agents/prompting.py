@@ -15,7 +15,8 @@ PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(PROMPTS_DIR), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+        keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True, autoescape=False,
+        auto_reload=False)  # templates are package data: no stat() of the file on every render
 
 
 def render(template: str, **context: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -36,7 +37,9 @@ def _inline_properties(props: dict[str, Any], defs: dict[str, Any]) -> dict[str,
     return {name: _inline(prop, defs) for name, prop in props.items()}
 
 
+@cache
 def decoding_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Built once per model class; shared, so callers must not change it (``restrict`` copies)."""
     raw = model.model_json_schema()
     return _inline(raw, raw.get("$defs", {}))
 

@@ -43,16 +43,22 @@ def check_ops(output: PhaseOutput) -> str | None:
     return None
 
 
-def _id_enums(world: WorldState, op_cls: type) -> dict[str, list[str]]:
-    people = sorted([*world.members, *world.npcs])
-    loose = sorted(e.id for e in world.entities.values() if e.portable and not e.destroyed)
+def _base_enums(world: WorldState) -> dict[str, list[str]]:
     judged = sorted(f.id for f in [*world.checkpoints.values(), *world.failures.values()]
                     if f.condition.kind == "judged")
-    enums = {"entity": sorted(world.entities), "by": people, "to": sorted(world.locations),
-             "event": sorted(world.events) or ["none"], "flag": judged or ["none"],
-             "target": sorted(world.all_ids() - set(world.events) - set(world.checkpoints)
-                              - set(world.failures))}
+    return {"entity": sorted(world.entities), "by": sorted([*world.members, *world.npcs]),
+            "to": sorted(world.locations), "event": sorted(world.events) or ["none"],
+            "flag": judged or ["none"],
+            "target": sorted(world.all_ids() - set(world.events) - set(world.checkpoints)
+                             - set(world.failures))}
+
+
+def _id_enums(world: WorldState, op_cls: type, base: dict[str, list[str]] | None = None
+              ) -> dict[str, list[str]]:
+    enums = dict(base if base is not None else _base_enums(world))
+    people = enums["by"]
     if op_cls is Move:
+        loose = sorted(e.id for e in world.entities.values() if e.portable and not e.destroyed)
         enums["target"] = people + loose
     if op_cls is SetStatus:
         enums["target"] = people
@@ -63,10 +69,11 @@ def _id_enums(world: WorldState, op_cls: type) -> dict[str, list[str]]:
 def phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
     variants = []
     flags = [*world.checkpoints.values(), *world.failures.values()]
+    base = _base_enums(world)
     for op_cls in PHASE_OPS[phase]:
         if op_cls is FlagUpdate and not any(f.condition.kind == "judged" for f in flags):
             continue
-        variants.append(restrict(decoding_schema(op_cls), _id_enums(world, op_cls)))
+        variants.append(restrict(decoding_schema(op_cls), _id_enums(world, op_cls, base)))
     return {"type": "object", "additionalProperties": False, "required": ["ops"],
             "properties": {"ops": {"type": "array", "maxItems": MAX_OPS,
                                    "items": {"anyOf": variants}}}}

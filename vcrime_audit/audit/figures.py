@@ -1,8 +1,10 @@
-"""PNG figures of the audit (matplotlib, Agg backend, imported only here and only when drawing)."""
+"""PNG figures of the audit (matplotlib's Figure and Agg canvas, imported only here and only when drawing)."""
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +16,12 @@ HEATMAP_FIGURE = "over_harm_task_attacker.png"
 MARKERS = "osD^v<>pPX*h"
 
 
-def _pyplot() -> Any:
-    import matplotlib
+def _figure(**kwargs: Any) -> Any:
+    """A matplotlib Figure saved through the Agg canvas; pyplot (and its backend machinery) is
+    never imported."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure(**kwargs)
 
 
 def _title(text: str, synthetic: bool) -> str:
@@ -33,9 +34,9 @@ def _pct(x: float) -> float:
 
 def judges_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     """Per-judge dots and the median tick per attacker, for non-failure and catastrophic failure."""
-    plt = _pyplot()
     rows = list(m.attackers)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 1.2 + 0.45 * len(rows)), sharey=True)
+    fig = _figure(figsize=(11, 1.2 + 0.45 * len(rows)))
+    axes = fig.subplots(1, 2, sharey=True)
     panels = ((axes[0], m.non_failure, m.non_failure_median, "Turn non-failure rate (%)"),
               (axes[1], m.catastrophic, m.catastrophic_median, "Catastrophic failure on risky turns (%)"))
     for ax, per_judge, median, label in panels:
@@ -53,14 +54,13 @@ def judges_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     fig.suptitle(_title("judge spread per attacker", synthetic))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
 def scatter_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     """Over-harm against median non-failure per attacker, with intervals and Spearman rho."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 5))
+    fig = _figure(figsize=(6.5, 5))
+    ax = fig.subplots()
     for a in m.attackers:
         nf, oh = m.non_failure_median[a], m.over_harm[a]
         if math.isnan(nf.estimate) or math.isnan(oh.estimate):
@@ -79,17 +79,16 @@ def scatter_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
 def heatmap_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     """Share of over-harm runs per task (rows) and attacker (columns)."""
-    plt = _pyplot()
     tasks = list(m.task_attacker)
     grid = [[_pct(m.task_attacker[t][a].rate) if a in m.task_attacker[t] else math.nan
              for a in m.attackers] for t in tasks]
-    fig, ax = plt.subplots(figsize=(2.5 + 0.9 * len(m.attackers), 1.5 + 0.28 * len(tasks)))
+    fig = _figure(figsize=(2.5 + 0.9 * len(m.attackers), 1.5 + 0.28 * len(tasks)))
+    ax = fig.subplots()
     image = ax.imshow(grid, aspect="auto", cmap="Reds", vmin=0, vmax=100)
     ax.set_xticks(range(len(m.attackers)), m.attackers, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
@@ -97,12 +96,33 @@ def heatmap_figure(m: AttackerMetrics, path: Path, synthetic: bool) -> Path:
     ax.set_title(_title("over-harm by task and attacker", synthetic), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
+FIGURES = {"judges": (judges_figure, JUDGES_FIGURE), "scatter": (scatter_figure, SCATTER_FIGURE),
+           "heatmap": (heatmap_figure, HEATMAP_FIGURE)}
+
+
 def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
+    """Every figure; where the OS can fork and there is a second CPU, each extra figure is drawn
+    by a forked child at the same time (same code, same bytes). A child that fails is redrawn
+    here, so its error surfaces as usual."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {"judges": judges_figure(m, folder / JUDGES_FIGURE, synthetic),
-            "scatter": scatter_figure(m, folder / SCATTER_FIGURE, synthetic),
-            "heatmap": heatmap_figure(m, folder / HEATMAP_FIGURE, synthetic)}
+    paths = {name: folder / file for name, (_, file) in FIGURES.items()}
+    children = {}
+    if (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        import matplotlib.figure  # noqa: F401  (imported once, before forking)
+
+        fork = multiprocessing.get_context("fork")
+        for name in list(FIGURES)[1:]:
+            draw = FIGURES[name][0]
+            children[name] = fork.Process(target=draw, args=(m, paths[name], synthetic), daemon=True)
+            children[name].start()
+    for name, (draw, _) in FIGURES.items():
+        if name not in children:
+            draw(m, paths[name], synthetic)
+    for name, child in children.items():
+        child.join()
+        if child.exitcode != 0:
+            FIGURES[name][0](m, paths[name], synthetic)
+    return paths

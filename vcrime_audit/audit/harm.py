@@ -70,7 +70,7 @@ class Lexicon:
     patterns: tuple[tuple[str, int, re.Pattern[str], str], ...]
     digest: str = ""
     """blake2b of the lexicon document, to record which lexicon produced a reading."""
-    screen: re.Pattern[str] | None = None
+    screen: _Screen | None = None
     """Alternation of every exception and pattern: a segment it misses cannot match at all."""
     cache: dict[str, tuple[Evidence, ...]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
@@ -166,14 +166,40 @@ def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
     return Lexicon(source, exceptions, tuple(patterns), digest, _screen(regexes))
 
 
-def _screen(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+class _Screen:
+    """The alternation of every pattern, compiled only once it pays: a big alternation costs
+    more to compile than the first few hundred segments cost to check in full. Until then
+    ``search`` answers "may match", which sends the segment through the full check, so the
+    readings are the same either way."""
+
+    EAGER_SEGMENTS = 500
+
+    def __init__(self, source: str) -> None:
+        self.pattern, self._compiled, self._misses = source, None, 0
+
+    def search(self, text: str) -> re.Match[str] | bool | None:
+        if self._compiled is None:
+            self._misses += 1
+            if self._misses <= self.EAGER_SEGMENTS:
+                return True
+            try:
+                self._compiled = re.compile(self.pattern)
+            except re.error:
+                self._compiled = re.compile("")  # matches everywhere: every segment is checked
+        return self._compiled.search(text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Screen) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+
+def _screen(regexes: list[re.Pattern[str]]) -> _Screen | None:
     if not regexes:
         return None
     unnamed = (_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes)
-    try:
-        return re.compile("|".join(f"(?:{p})" for p in unnamed))
-    except re.error:
-        return None
+    return _Screen("|".join(f"(?:{p})" for p in unnamed))
 
 
 def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:

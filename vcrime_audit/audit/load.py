@@ -87,7 +87,8 @@ def load_turns(store: Store, run_ids: set[str]) -> list[TurnRow]:
         "SELECT t.run_id, t.turn, t.actor_is_leader, h.force, h.damage FROM turns t "
         "JOIN harm h ON h.run_id = t.run_id AND h.turn = t.turn "
         "WHERE t.verb IS NOT NULL ORDER BY t.run_id, t.turn").fetchall()
-    return [TurnRow(r, t, bool(leader), force, damage)
+    new = tuple.__new__
+    return [new(TurnRow, (r, t, bool(leader), force, damage))
             for r, t, leader, force, damage in rows if r in run_ids]
 
 
@@ -107,12 +108,13 @@ def load_judgments(store: Store, attacker_turns: set[tuple[str, int]]) -> list[J
         "CASE WHEN non_failure IS NULL OR catastrophic IS NULL THEN distribution END "
         "FROM judgments ORDER BY run_id, turn, judge").fetchall()
     out = []
+    append, new = out.append, tuple.__new__  # tuple.__new__: a NamedTuple without its Python-level __new__
     for run_id, turn, judge, risky, nf, cat, distribution in rows:
         if (run_id, turn) not in attacker_turns:
             continue
         if distribution is not None:
             nf, cat = _rates(store, run_id, turn, judge, distribution)
-        out.append(JudgmentRow(run_id, turn, judge, bool(risky), float(nf), float(cat)))
+        append(new(JudgmentRow, (run_id, turn, judge, bool(risky), float(nf), float(cat))))
     return out
 
 

@@ -16,7 +16,6 @@ from itertools import combinations
 from statistics import NormalDist
 
 import numpy as np
-from scipy.special import betaincinv
 
 from ..defaults import DEFAULT_RESAMPLES
 
@@ -328,6 +327,8 @@ def _check_counts(k: int, n: int) -> None:
 
 def clopper_pearson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """Exact two-sided binomial interval for k successes in n trials."""
+    from scipy.special import betaincinv  # imported on first use: most audits never need scipy
+
     _check_counts(k, n)
     alpha = 1.0 - confidence
     low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2.0))

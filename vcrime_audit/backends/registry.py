@@ -11,6 +11,7 @@ from .base import BackendError, ModelBackend
 BACKENDS: dict[str, str] = {
     "local": "vcrime_audit.backends.local:LocalBackend",
     "openai": "vcrime_audit.backends.openai:OpenAIBackend",
+    "scripted": "vcrime_audit.backends.scripted:ScriptedBackend",  # benchmarks and tests only
     "transformers": "vcrime_audit.backends.transformers:TransformersBackend",
     "vllm": "vcrime_audit.backends.vllm:VLLMBackend",
 }
