@@ -4,8 +4,8 @@ import random
 import pytest
 
 from vcrime_audit.engine import (
-    ERROR,
     LOST,
+    MODEL_ERROR,
     MAX_TURNS,
     STALLED,
     WON,
@@ -105,7 +105,7 @@ def test_malformed_output_is_retried_then_stored_as_error(scripted, smollm, demo
 
     backend = scripted(answer)
     [rec] = play(backend, smollm, demo_world)
-    assert rec.status == ERROR and "after 3 attempt(s)" in rec.reason
+    assert rec.status == MODEL_ERROR and "after 3 attempt(s)" in rec.reason
     acts = [c for c in rec.calls if c.call == "act"]
     assert [c.attempt for c in acts] == [0, 1, 2] and not any(c.ok for c in acts)
     assert "not valid JSON" in acts[0].error
