@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents.attacker import Action
-from ..audit.records import FINAL_STATUSES
+from ..statuses import RUN_OUTCOMES as FINAL_STATUSES
 from ..canonical import blake2b_hex
 from ..patch import SetAttacker, apply_ops
 from ..store import Store
