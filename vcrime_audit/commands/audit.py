@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from ..defaults import DEFAULT_RESAMPLES
-from .common import fail, user_errors
+from ..defaults import DEFAULT_REPORTS, DEFAULT_RESAMPLES
+from .common import command_line, fail, say_next, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -36,7 +36,7 @@ def audit(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option("--db", help=DB_HELP)] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Report folder (default audit_reports/<store name>).")] = None,
+        "--out", help=f"Report folder (default {DEFAULT_REPORTS}/<store name>).")] = None,
     resamples: Annotated[int, typer.Option(
         help="Bootstrap resamples (tasks drawn with replacement).")] = DEFAULT_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed; reported in the report and summary.json.")] = 0,
@@ -55,7 +55,7 @@ def audit(
     except user_errors() as exc:
         fail(str(exc))
     start = time.perf_counter()
-    files = write_report(result, out or Path("audit_reports") / db.stem)
+    files = write_report(result, out or DEFAULT_REPORTS / db.stem)
     drawn = time.perf_counter() - start
     m = result.metrics
     if result.data.synthetic:
@@ -73,6 +73,7 @@ def audit(
     typer.echo(f"report   {files.report}")
     typer.echo(f"summary  {files.summary}")
     typer.echo(f"lineage  {files.lineage}")
+    say_next(command_line("less", files.report), command_line("vcrime-audit", "audit", "judges", "--db", db))
 
 
 @app.command()
