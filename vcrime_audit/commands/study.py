@@ -20,8 +20,7 @@ def study(
     concurrency: int = typer.Option(None, help="Episodes in flight at once (default: the file's)."),
     db: Path = typer.Option(None, help="Store (default: the file's)."),
     cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
-    replay_only: bool = typer.Option(False, "--replay", is_flag=True,
-                                     help="Replay the cassettes only; call no model."),
+    replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; call no model."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
