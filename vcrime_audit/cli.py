@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import typer
+
 from .commands.common import (check_identical, command_line, fail, make_console, print_table,
                               say_next, say_reused, user_errors)
 from .commands.helptext import plain_flags_and_arguments

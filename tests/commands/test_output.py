@@ -71,3 +71,16 @@ def test_help_shows_flags_as_flags_arguments_in_capitals_and_what_is_required():
     assert "REPLAY [OPTIONS] CASSETTE" in _invoke("replay", "--help").upper()
     rejudge = " ".join(_invoke("rejudge", "--help").replace("│", " ").split())
     assert "required unless --replay" in rejudge
+
+
+def test_a_study_whose_runs_are_recorded_replays_them_and_says_so(tmp_path):
+    from tests.committed import STUDY_DEMO_RUNS
+
+    for path in STUDY_DEMO_RUNS:
+        shutil.copy(path, tmp_path)
+    store = tmp_path / "s.sqlite"
+    out = _invoke("study", str(ROOT / "studies" / "demo.yaml"), "--cassette-dir", str(tmp_path), "--db", str(store))
+    assert "4 run(s) played, 0 already finished" in out
+    [reused] = [line for line in out.splitlines() if line.startswith("reused")]
+    assert f"4 run(s) replayed from cassettes already in {tmp_path} (no model called)" in reused
+    assert f"next      vcrime-audit runs --db {store}" in out
