@@ -136,4 +136,6 @@ def synth(
     except (FileExistsError, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"synthetic store {path}: {attackers * tasks * seeds} runs, {judges} judges "
-               f"({time.perf_counter() - start:.1f} s); audit it with `vcrime-audit audit --db {path}`")
+               f"({time.perf_counter() - start:.1f} s)")
+    say_next(command_line("vcrime-audit", "audit", "--db", path),
+             command_line("vcrime-audit", "audit", "judges", "--db", path))
