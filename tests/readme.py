@@ -169,11 +169,13 @@ def shell_env(checkout: Path, bin_dir: Path) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m vcrime_audit.cli "$@"\n')
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VCRIME_")}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+               PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
                PYTHON=sys.executable, COLUMNS="80", TERM="dumb")
     return env
 
 
-def run_step(command: str, checkout: Path, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
+def run_step(command: str, checkout: Path, env: dict[str, str],
+             timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=timeout)

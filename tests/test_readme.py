@@ -12,8 +12,18 @@ import subprocess
 import pytest
 import typer.main
 
-from tests.readme import (ROOT, blocks, fresh_checkout, has_git, missing_lines, module_table,
-                          package_parts, run_step, shell_env, words)
+from tests.readme import (
+    ROOT,
+    blocks,
+    fresh_checkout,
+    has_git,
+    missing_lines,
+    module_table,
+    package_parts,
+    run_step,
+    shell_env,
+    words,
+)
 from vcrime_audit.cli import app
 
 

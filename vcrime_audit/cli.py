@@ -8,8 +8,16 @@ from pathlib import Path
 
 import typer
 
-from .commands.common import (check_identical, command_line, fail, make_console, print_table,
-                              say_next, say_reused, user_errors)
+from .commands.common import (
+    check_identical,
+    command_line,
+    fail,
+    make_console,
+    print_table,
+    say_next,
+    say_reused,
+    user_errors,
+)
 from .commands.helptext import plain_flags_and_arguments
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 

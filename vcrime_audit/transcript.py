@@ -7,7 +7,6 @@ import json
 from .scenario import ScenarioError
 from .store import Store
 
-
 LEGEND = (
     "legend: per turn, the Attacker's plan and action (member verb: description); the Judge's",
     "  outcome distribution; the draw, a seeded number in [0, 1) that picks the outcome by",

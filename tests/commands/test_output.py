@@ -25,7 +25,8 @@ def _invoke(*args: str):
 
 def test_a_run_already_recorded_is_replayed_and_says_so_with_how_to_record_afresh(tmp_path):
     shutil.copy(DEMO_RUN, tmp_path)
-    out = _invoke("run", "--max-turns", "3", "--cassette-dir", str(tmp_path), "--db", str(tmp_path / "s.sqlite"))
+    out = _invoke("run", "--max-turns", "3", "--cassette-dir", str(tmp_path),
+                  "--db", str(tmp_path / "s.sqlite"))
     assert "calls     0 to the model, 22 replayed" in out
     [reused] = [line for line in out.splitlines() if line.startswith("reused")]
     assert "no model was called" in reused
@@ -39,8 +40,8 @@ def test_piped_output_is_not_wrapped_so_commands_stay_on_one_line(tmp_path):
     store = tmp_path / ("a-rather-long-folder-name-" * 3) / "store.sqlite"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("COLUMNS", None)
-    done = subprocess.run([sys.executable, "-m", "vcrime_audit.cli", "replay", str(DEMO_RUN), "--db", str(store)],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    command = [sys.executable, "-m", "vcrime_audit.cli", "replay", str(DEMO_RUN), "--db", str(store)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"next      vcrime-audit show {RUN_ID} --db {store}\n" in done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) > 80
@@ -79,7 +80,8 @@ def test_a_study_whose_runs_are_recorded_replays_them_and_says_so(tmp_path):
     for path in STUDY_DEMO_RUNS:
         shutil.copy(path, tmp_path)
     store = tmp_path / "s.sqlite"
-    out = _invoke("study", str(ROOT / "studies" / "demo.yaml"), "--cassette-dir", str(tmp_path), "--db", str(store))
+    out = _invoke("study", str(ROOT / "studies" / "demo.yaml"), "--cassette-dir", str(tmp_path),
+                  "--db", str(store))
     assert "4 run(s) played, 0 already finished" in out
     [reused] = [line for line in out.splitlines() if line.startswith("reused")]
     assert f"4 run(s) replayed from cassettes already in {tmp_path} (no model called)" in reused

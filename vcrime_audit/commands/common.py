@@ -85,7 +85,7 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     typer.echo(line(headers))
     typer.echo(line(["-" * w for w in widths]))

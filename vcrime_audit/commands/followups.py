@@ -45,7 +45,8 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
 
     if not db.is_file():
         fail(f"{db}: no store at this path; fix: pass --db with a store that holds finished runs "
-              "(e.g. `vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz --db STORE`)")
+              "(e.g. `vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz "
+              "--db STORE`)")
     if record_mode not in RecordMode.__members__:
         fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
     try:

@@ -57,7 +57,8 @@ def study(
         console.print(f"  {o.run_id}: {o.status} after {o.turns} turn(s)")
     reused = [o for o in result.outcomes if o.replayed_calls and not o.model_calls]
     if reused and not replay_only:
-        console.print(f"reused    {len(reused)} run(s) replayed from cassettes already in {spec.cassette_dir} "
+        console.print(f"reused    {len(reused)} run(s) replayed from cassettes already in "
+                      f"{spec.cassette_dir} "
                       "(no model called); to record afresh: delete them or pass --cassette-dir NEW_FOLDER")
     say_next(command_line("vcrime-audit", "runs", "--db", spec.db),
              command_line("vcrime-audit", "audit", "--db", spec.db))
@@ -78,4 +79,5 @@ def merge(
     console.print(f"{len(report.runs_added)} run(s) added, {len(report.runs_same)} already present; "
                   f"{report.cassettes_copied} cassette(s) copied, {report.cassettes_same} identical")
     console.print(f"store     {out}" + (f"; cassettes {cassettes_out}" if cassettes_out else ""))
-    say_next(command_line("vcrime-audit", "runs", "--db", out), command_line("vcrime-audit", "audit", "--db", out))
+    say_next(command_line("vcrime-audit", "runs", "--db", out),
+             command_line("vcrime-audit", "audit", "--db", out))
