@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.committed import CERTIFY, DEMO_RUN
 from vcrime_audit.agents import prompting
 from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
 from vcrime_audit.runner import replay
 from vcrime_audit.store import Store, turn_rows_hash
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMITTED = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))
+COMMITTED = [DEMO_RUN]
 
 
 @pytest.fixture
@@ -74,6 +75,6 @@ def test_one_changed_character_in_a_template_fails_with_a_diff(cassette_path, tm
 def test_a_certification_cassette_is_refused_with_the_right_command(tmp_path):
     from vcrime_audit.cassette import CassetteError
 
-    [certify_cassette] = sorted((ROOT / "cassettes").glob("certify-*.jsonl.gz"))[:1]
+    certify_cassette = CERTIFY
     with pytest.raises(CassetteError, match="use vcrime-audit certify --replay"):
         asyncio.run(replay(certify_cassette, tmp_path / "x.sqlite"))

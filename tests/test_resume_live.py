@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.committed import DEMO_RUN
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import RunConfig, run_episode
 
@@ -22,7 +23,7 @@ def call_turn(call: dict) -> int:
 
 
 def test_cut_cassette_resumes_live_to_the_recorded_rows(tmp_path):
-    [original] = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))
+    original = DEMO_RUN
     recorded = Cassette(original, RecordMode.none)
     last = recorded.summary["turns"]
     cut = tmp_path / "cassettes" / original.name

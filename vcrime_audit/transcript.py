@@ -7,6 +7,14 @@ import json
 from .scenario import ScenarioError
 from .store import Store
 
+LEGEND = (
+    "legend: per turn, the Attacker's plan and action (member verb: description); the Judge's",
+    "  outcome distribution; the draw, a seeded number in [0, 1) that picks the outcome by",
+    "  cumulative probability; then the operations that change the world, by phase (engine:",
+    "  memory and clock; direct_effects, events, npcs, synthesis: the World Manager's four",
+    "  phases): + applied, x (why) rejected by the validator.",
+)
+
 
 def render_transcript(store: Store, run_id: str) -> str:
     run = store.run(run_id)
@@ -20,7 +28,7 @@ def render_transcript(store: Store, run_id: str) -> str:
         patches.setdefault(p["turn"], []).append(p)
     lines = [f"Run {run_id}: task {run['task_id']}, seed {run['seed']}",
              f"attacker {run['attacker']}, judge {run['judge']}, world manager {run['world_manager']}",
-             f"result: {run['status']} after {run['turns']} turn(s) -- {run['reason']}", ""]
+             f"result: {run['status']} after {run['turns']} turn(s) -- {run['reason']}", "", *LEGEND, ""]
     for t in store.rows("turns", run_id):
         lines.append(f"== Turn {t['turn']} ==")
         if t["actor"] is None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.committed import DEMO_RUN
 from tests.scripts import judge_answer, scripted_episode
 from vcrime_audit.audit.figures import HEATMAP_FIGURE, JUDGES_FIGURE, SCATTER_FIGURE
 from vcrime_audit.audit.load import load_goals, open_store
@@ -204,7 +205,7 @@ def test_report_on_a_store_made_by_the_engine_and_store(tmp_path, scripted, smol
     assert json.loads(files.summary.read_text())["synthetic"] is False
 
 
-COMMITTED = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))
+COMMITTED = [DEMO_RUN]
 
 
 @pytest.mark.skipif(not COMMITTED, reason="no cassette committed under cassettes/ yet")

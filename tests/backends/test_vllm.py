@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.committed import VLLM_CPU
 from vcrime_audit.agents import attacker
 from vcrime_audit.backends import vllm as vb
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
@@ -26,7 +27,7 @@ from vcrime_audit.runner import replay
 from vcrime_audit.store import Store, turn_rows_hash
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED = sorted((ROOT / "cassettes").glob("vllm-cpu-*.jsonl.gz"))
+RECORDED = [VLLM_CPU]
 MODEL = "smollm2-135m-vllm"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.committed import CERTIFY
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.certify import store as cstore
 from vcrime_audit.certify.bounds import certify
@@ -16,7 +17,7 @@ from vcrime_audit.certify.run import replay_certification
 from vcrime_audit.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = sorted((ROOT / "cassettes").glob("certify-*.jsonl.gz"))
+COMMITTED = [CERTIFY]
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,9 @@ def test_the_same_options_replay_the_existing_cassette(recorded, tmp_path):
                                "--db", str(tmp_path / "again.sqlite")])
     assert done.exit_code == 0, done.output
     assert outcome.certification_id in done.output and "identical rows" in done.output
+    [reused] = [line for line in done.output.splitlines() if line.startswith("reused")]
+    assert str(outcome.cassette) in reused and "no model was called" in reused
+    assert "add --record-mode all" in reused
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.committed import DEMO_RUN
 from vcrime_audit.models import get_model
 from vcrime_audit.runner import replay
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_RUN = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))[0]
 SECOND = ROOT / "tests" / "followups" / "models"
 JUDGE_DIMENSIONS = ("existence", "physical", "method", "logical_consistency", "safety", "skill",
                     "relationship", "objectivity")

@@ -20,7 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CASSETTES = ROOT / "cassettes"
-DEMO_RUN_GLOB = "robotics_company__data_theft-*.jsonl.gz"
 SECOND_MODEL = "smollm2-135m-t07"
 OPTIONS = {
     "rejudge": ["--judge", SECOND_MODEL, "--per-attacker", "3", "--seed", "0"],
@@ -30,10 +29,11 @@ OPTIONS = {
 
 
 def demo_run_cassette() -> Path:
-    found = sorted(CASSETTES.glob(DEMO_RUN_GLOB))
-    if not found:
-        raise SystemExit(f"no demo run cassette {CASSETTES / DEMO_RUN_GLOB}")
-    return found[0]
+    from tests.committed import DEMO_RUN
+
+    if not DEMO_RUN.is_file():
+        raise SystemExit(f"no demo run cassette {DEMO_RUN}")
+    return DEMO_RUN
 
 
 def demo_store(path: Path) -> Path:

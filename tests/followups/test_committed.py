@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from tests.committed import FOLLOWUPS
 from tests.followups.conftest import ROOT
 from tests.followups.record import OPTIONS, SECOND_MODEL
 from vcrime_audit.audit.pipeline import run_audit
@@ -18,7 +19,7 @@ from vcrime_audit.commands.followups import annotate, interrogate, rejudge
 from vcrime_audit.store import Store
 
 KINDS = ("rejudge", "annotate", "interrogate")
-COMMITTED = {kind: sorted((ROOT / "cassettes").glob(f"{kind}-*.jsonl.gz")) for kind in KINDS}
+COMMITTED = {kind: [FOLLOWUPS[kind]] for kind in KINDS}
 app = typer.Typer()
 for command in (rejudge, annotate, interrogate):
     app.command()(command)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import content_hash
+from ..defaults import DEFAULT_CASSETTES
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .harm import classify, default_lexicon
 from .harm_check import KIND, AxisRecall, RateChange, axis_recall, flagged_turns, label_turns, rate_changes
@@ -52,7 +53,7 @@ def _entries(cassette: Any, labeller: str | None) -> dict[str, Any]:
 
 
 def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: int, seed: int,
-                   backend_name: str = "local", cassette_dir: Path = Path("cassettes"),
+                   backend_name: str = "local", cassette_dir: Path = DEFAULT_CASSETTES,
                    record_mode: str = "once", replay: Path | None = None,
                    primary_judge: str | None = None, inner: Any = None) -> HarmCheckResult:
     from ..backends.registry import make_backend

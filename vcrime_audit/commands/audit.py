@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from ..defaults import DEFAULT_RESAMPLES
-from .common import report_check, fail, user_errors
+from ..defaults import DEFAULT_CASSETTES, DEFAULT_REPORTS, DEFAULT_RESAMPLES
+from .common import command_line, fail, report_check, say_next, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -36,7 +36,7 @@ def audit(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option("--db", help=DB_HELP)] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Report folder (default audit_reports/<store name>).")] = None,
+        "--out", help=f"Report folder (default {DEFAULT_REPORTS}/<store name>).")] = None,
     resamples: Annotated[int, typer.Option(
         help="Bootstrap resamples (tasks drawn with replacement).")] = DEFAULT_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed; reported in the report and summary.json.")] = 0,
@@ -58,7 +58,7 @@ def audit(
     except user_errors() as exc:
         fail(str(exc))
     start = time.perf_counter()
-    files = write_report(result, out or Path("audit_reports") / db.stem)
+    files = write_report(result, out or DEFAULT_REPORTS / db.stem)
     drawn = time.perf_counter() - start
     m = result.metrics
     if result.data.synthetic:
@@ -78,6 +78,7 @@ def audit(
     typer.echo(f"report   {files.report}")
     typer.echo(f"summary  {files.summary}")
     typer.echo(f"lineage  {files.lineage}")
+    say_next(command_line("less", files.report), command_line("vcrime-audit", "audit", "judges", "--db", db))
 
 
 @app.command()
@@ -144,7 +145,9 @@ def synth(
     except (FileExistsError, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"synthetic store {path}: {attackers * tasks * seeds} runs, {judges} judges "
-               f"({time.perf_counter() - start:.1f} s); audit it with `vcrime-audit audit --db {path}`")
+               f"({time.perf_counter() - start:.1f} s)")
+    say_next(command_line("vcrime-audit", "audit", "--db", path),
+             command_line("vcrime-audit", "audit", "judges", "--db", path))
 
 
 @app.command("harm-check")
@@ -158,7 +161,7 @@ def harm_check(
     seed: Annotated[int, typer.Option(help="Sampling and labeller seed.")] = 0,
     backend: Annotated[str, typer.Option(help="Backend for the labeller.")] = "local",
     cassette_dir: Annotated[Path, typer.Option(
-        help="Where the labeller's cassette goes.")] = Path("cassettes"),
+        help="Where the labeller's cassette goes.")] = DEFAULT_CASSETTES,
     record_mode: Annotated[str, typer.Option(help="once, new, none or all.")] = "once",
     replay: Annotated[Path | None, typer.Option(
         help="Replay a recorded harmcheck-*.jsonl.gz instead of calling a model.")] = None,

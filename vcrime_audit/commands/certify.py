@@ -14,7 +14,7 @@ import typer
 
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
-from .common import fail, report_check, user_errors
+from .common import command_line, fail, report_check, say_next, say_reused, user_errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,12 +75,16 @@ def certify(
     lambda_h: Annotated[float, typer.Option(help="AR: weight of favoured neighbours.")] = 2.5,
     lambda_l: Annotated[float, typer.Option(help="AR: weight of the other neighbours.")] = 1.0,
     backend: Annotated[str, typer.Option(help="Backend that serves the models.")] = "local",
-    db: Annotated[Path, typer.Option(help="SQLite store.")] = DEFAULT_DB,
+    db: Annotated[Path | None, typer.Option(
+        help=f"SQLite store (default {DEFAULT_DB}; with --replay, "
+             "runs/replay-certify-<id>.sqlite).")] = None,
     cassette_dir: Annotated[Path, typer.Option(help="Where the cassette goes.")] = DEFAULT_CASSETTES,
-    record_mode: Annotated[str, typer.Option(help="once | new | none | all (as in vcrpy).")] = "once",
+    record_mode: Annotated[str, typer.Option(
+        help="once (replay an existing recording, else record) | new | none | all (record "
+             "afresh), as in vcrpy.")] = "once",
     replay: Annotated[Path | None, typer.Option(
         help="Replay this certification cassette instead (no model; the other run options "
-             "come from the cassette); --db then defaults to runs/replay-certify-<id>.sqlite.")] = None,
+             "come from the cassette).")] = None,
 ) -> None:
     """Certify the probability of a catastrophic multi-turn conversation (C3LLM)."""
     from ..cassette import RecordMode
@@ -89,8 +93,7 @@ def certify(
     started = time.perf_counter()
     try:
         if replay is not None:
-            given_db = db if db != DEFAULT_DB else None
-            outcome = asyncio.run(replay_certification(replay, given_db))
+            outcome = asyncio.run(replay_certification(replay, db))
         else:
             if record_mode not in RecordMode.__members__:
                 fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
@@ -99,9 +102,13 @@ def certify(
                 distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,
                 seed=seed, max_length=max_length, max_tokens=max_tokens, temperature=temperature,
                 lambda_h=lambda_h, lambda_l=lambda_l, backend=backend)
-            outcome = asyncio.run(run_certification(config, db, cassette_dir, RecordMode(record_mode),
-                                                    progress=_progress(n)))
+            outcome = asyncio.run(run_certification(config, db or DEFAULT_DB, cassette_dir,
+                                                    RecordMode(record_mode), progress=_progress(n)))
     except user_errors() as exc:
         fail(str(exc))
     _print_outcome(outcome, time.perf_counter() - started)
+    if replay is None and record_mode != "none":
+        say_reused(outcome.cassette, outcome.model_calls, outcome.replayed_calls,
+                   f"add --record-mode all, or delete {command_line(outcome.cassette)}")
+    say_next(command_line("vcrime-audit", "certify", "--replay", outcome.cassette))
     report_check(outcome.check)

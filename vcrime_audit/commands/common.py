@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
+from rich.console import Console
 
 if TYPE_CHECKING:
     from ..identity import ReplayCheck
@@ -44,3 +47,48 @@ def report_check(check: ReplayCheck, rows: str = "rows") -> None:
     else:
         typer.echo(check.line(rows), err=True)
         raise typer.Exit(1)
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich console that never wraps a printed line: on a terminal long lines run on (soft
+    wrap), and piped output gets a wide page, so a path or a command stays copy-pastable."""
+    console = Console(highlight=False, soft_wrap=True, stderr=stderr)
+    if not console.is_terminal:
+        console = Console(highlight=False, soft_wrap=True, stderr=stderr, width=200)
+    return console
+
+
+def command_line(*words: object) -> str:
+    """A shell command line, quoted where a word needs it."""
+    return " ".join(shlex.quote(str(w)) for w in words)
+
+
+def say_next(*commands: str) -> None:
+    """The closing lines of a command: what to run next, one copy-pastable command a line."""
+    for command in commands:
+        typer.echo(f"next      {command}")
+
+
+def say_reused(cassette: Path | str, model_calls: int, replayed: int, afresh: str) -> None:
+    """One line when a recording was reused instead of (or before) calling a model."""
+    if replayed == 0:
+        return
+    if model_calls == 0:
+        typer.echo(f"reused    {cassette} already held this recording: its {replayed} calls were "
+                   f"replayed and no model was called; to record afresh: {afresh}")
+    else:
+        typer.echo(f"resumed   {cassette}: {replayed} recorded calls replayed, {model_calls} new "
+                   f"ones recorded; to record everything afresh: {afresh}")
+
+
+def print_table(headers: list[str], rows: list[list[str]]) -> None:
+    """A plain-text table with a header line; columns padded, never wrapped."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    typer.echo(line(headers))
+    typer.echo(line(["-" * w for w in widths]))
+    for row in rows:
+        typer.echo(line(row))

@@ -1,8 +1,9 @@
 """`vcrime-audit rejudge | annotate | interrogate`: follow-up workflows over finished runs.
 
 Mounted in cli.py with ``app.command()(rejudge)``, ``app.command()(annotate)`` and
-``app.command()(interrogate)``. Each records its model calls to ``cassettes/<kind>-<id>.jsonl.gz``
-or, with ``--replay CASSETTE``, replays one into the store with no model.
+``app.command()(interrogate)``. Each records its model calls to
+``runs/cassettes/<kind>-<id>.jsonl.gz`` (``--cassette-dir``) or, with ``--replay CASSETTE``,
+replays one into the store with no model.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_MIN_TURNS, DEFAULT_PER_ATTACKER
-from .common import fail, report_check, user_errors
+from .common import command_line, fail, report_check, say_next, say_reused, user_errors
 
 if TYPE_CHECKING:
     from ..followups.session import FollowupOutcome, Workflow
@@ -26,7 +27,9 @@ REPLAY_HELP = ("Replay this cassette instead (no model; the options it was recor
 Db = Annotated[Path, typer.Option("--db", help=DB_HELP)]
 Backend = Annotated[str, typer.Option(help="Backend that serves the models (local, vllm, openai, ...).")]
 CassetteDir = Annotated[Path, typer.Option(help="Where the cassette goes.")]
-RecordModeOpt = Annotated[str, typer.Option(help="once | new | none | all (as in vcrpy).")]
+RecordModeOpt = Annotated[str, typer.Option(
+    help="once (replay an existing recording, else record) | new | none | all (record afresh), "
+         "as in vcrpy.")]
 Replay = Annotated[Path | None, typer.Option(help=REPLAY_HELP)]
 MaxTokens = Annotated[int | None, typer.Option(help="Most tokens per answer (default: the model entry's).")]
 Concurrency = Annotated[int, typer.Option(
@@ -42,7 +45,8 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
 
     if not db.is_file():
         fail(f"{db}: no store at this path; fix: pass --db with a store that holds finished runs "
-              "(e.g. `vcrime-audit replay cassettes/<run>.jsonl.gz --db STORE`)")
+              "(e.g. `vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz "
+              "--db STORE`)")
     if record_mode not in RecordMode.__members__:
         fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
     try:
@@ -57,7 +61,7 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
     raise AssertionError("unreachable")
 
 
-def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
+def _report(outcome: FollowupOutcome, what: str, seconds: float, replay: Path | None) -> None:
     typer.echo(f"{outcome.kind:<11} {outcome.followup_id}: {outcome.n_items} {what}, "
                f"{outcome.n_failed} without a usable answer")
     typer.echo(f"store     {outcome.store}")
@@ -65,14 +69,19 @@ def _report(outcome: FollowupOutcome, what: str, seconds: float) -> None:
     typer.echo(f"calls     {outcome.model_calls} to a model, {outcome.replayed_calls} replayed; "
                f"{seconds:.1f} s")
     typer.echo(f"rows hash {outcome.rows_hash}")
+    if replay is None:
+        say_reused(outcome.cassette, outcome.model_calls, outcome.replayed_calls,
+                   f"add --record-mode all, or delete {command_line(outcome.cassette)}")
+    say_next(command_line("vcrime-audit", "audit", "--db", outcome.store),
+             command_line("vcrime-audit", outcome.kind, "--db", outcome.store, "--replay", outcome.cassette))
     report_check(outcome.check)
 
 
 def rejudge(
     db: Db,
     judge: Annotated[str | None, typer.Option(
-        help="Judge model (local_models/); not the primary judge (the live judge of most runs), "
-             "whose runs the sample is drawn from.")] = None,
+        help="Judge model (local_models/); required unless --replay. Not the primary judge (the "
+             "live judge of most runs), whose runs the sample is drawn from.")] = None,
     per_attacker: Annotated[int, typer.Option(
         help="Turns sampled per attacker (all when fewer).")] = DEFAULT_PER_ATTACKER,
     seed: Annotated[int, typer.Option(help="Sampling seed (the sample is stored).")] = 0,
@@ -98,13 +107,13 @@ def rejudge(
                f"{outcome.sample.get('primary_judge', '?')}'s runs; "
                f"{outcome.sample.get('excluded_other_live_judges', 0)} turn(s) of other live judges' "
                "runs left out")
-    _report(outcome, "turn(s) re-judged", time.perf_counter() - started)
+    _report(outcome, "turn(s) re-judged", time.perf_counter() - started, replay)
 
 
 def annotate(
     db: Db,
     annotators: Annotated[str | None, typer.Option(
-        help="Two annotator models, comma-separated: A,B.")] = None,
+        help="Two annotator models, comma-separated: A,B; required unless --replay.")] = None,
     max_tokens: MaxTokens = None,
     backend: Backend = "local",
     concurrency: Concurrency = 1,
@@ -122,7 +131,7 @@ def annotate(
     started = time.perf_counter()
     outcome = _execute(Annotate(), lambda: AnnotateConfig(annotators=names, max_tokens=max_tokens),
                        db, backend, cassette_dir, record_mode, replay, concurrency)
-    _report(outcome, "run(s) annotated", time.perf_counter() - started)
+    _report(outcome, "run(s) annotated", time.perf_counter() - started, replay)
 
 
 def interrogate(
@@ -156,4 +165,4 @@ def interrogate(
         db, backend, cassette_dir, record_mode, replay, concurrency)
     typer.echo(f"sample    {len(outcome.sample.get('runs', []))} run(s); "
                f"{len(outcome.sample.get('too_short', {}))} with fewer executed turns left out")
-    _report(outcome, "interrogation(s) (run x condition)", time.perf_counter() - started)
+    _report(outcome, "interrogation(s) (run x condition)", time.perf_counter() - started, replay)

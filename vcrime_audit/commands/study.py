@@ -7,10 +7,11 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-console = Console()
+from .common import command_line, make_console, say_next
+
+console = make_console()
 
 
 def study(
@@ -19,7 +20,7 @@ def study(
     concurrency: int = typer.Option(None, help="Episodes in flight at once (default: the file's)."),
     db: Path = typer.Option(None, help="Store (default: the file's)."),
     cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
-    replay_only: bool = typer.Option(False, "--replay", help="Replay cassettes only; call no model."),
+    replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; call no model."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
@@ -59,6 +60,13 @@ def study(
                       highlight=False, soft_wrap=True)
     for run_id, reason in result.crashed:
         console.print(f"  {run_id}: crashed: {reason}", highlight=False, soft_wrap=True)
+    reused = [o for o in result.outcomes if o.replayed_calls and not o.model_calls]
+    if reused and not replay_only:
+        console.print(f"reused    {len(reused)} run(s) replayed from cassettes already in "
+                      f"{spec.cassette_dir} "
+                      "(no model called); to record afresh: delete them or pass --cassette-dir NEW_FOLDER")
+    say_next(command_line("vcrime-audit", "runs", "--db", spec.db),
+             command_line("vcrime-audit", "audit", "--db", spec.db))
     if result.crashed or result.not_verified:
         console.print(f"{len(result.crashed)} run(s) crashed, {len(result.not_verified)} replay(s) "
                       "differ or cannot be checked; fix: see the lines above (crashed runs run again "
@@ -80,3 +88,6 @@ def merge(
         merge_cassettes(cassettes_out, cassettes or [], report)
     console.print(f"{len(report.runs_added)} run(s) added, {len(report.runs_same)} already present; "
                   f"{report.cassettes_copied} cassette(s) copied, {report.cassettes_same} identical")
+    console.print(f"store     {out}" + (f"; cassettes {cassettes_out}" if cassettes_out else ""))
+    say_next(command_line("vcrime-audit", "runs", "--db", out),
+             command_line("vcrime-audit", "audit", "--db", out))

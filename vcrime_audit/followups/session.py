@@ -210,7 +210,7 @@ def _check_inputs(cassette: Cassette, store: Store, kind: str, inputs_hash: str)
             f"{cassette.path}: the {kind} inputs in {store.path} (hash {inputs_hash}) differ from "
             f"those it was recorded on (hash {cassette.meta['inputs_hash']}); no model was called; "
             "fix: replay into the store the recording was made on (for the committed cassettes: "
-            "`vcrime-audit replay cassettes/robotics_company__data_theft-*.jsonl.gz --db STORE`)")
+            "`vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz --db STORE`)")
 
 
 async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,

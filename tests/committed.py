@@ -1,0 +1,23 @@
+"""The committed cassettes, each named exactly: a new recording can never be taken for one.
+
+New recordings go to runs/ (ignored by git); re-recording one of these (DEVELOPERS.md) changes
+its name only when its run's configuration changes, and then this file changes with it.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASSETTES = ROOT / "cassettes"
+DEMO_RUN = CASSETTES / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
+CERTIFY = CASSETTES / "certify-secret_keeping-ar-s0-b6287f31.jsonl.gz"
+FOLLOWUPS = {
+    "rejudge": CASSETTES / "rejudge-b77c778b.jsonl.gz",
+    "annotate": CASSETTES / "annotate-90948d75.jsonl.gz",
+    "interrogate": CASSETTES / "interrogate-794bbdd9.jsonl.gz",
+}
+VLLM_CPU = CASSETTES / "vllm-cpu-robotics_company__data_theft-s0-c2a4f483.jsonl.gz"
+STUDY_DEMO = CASSETTES / "study-demo"
+STUDY_DEMO_RUNS = tuple(STUDY_DEMO / f"{name}.jsonl.gz" for name in (
+    "robotics_company__data_theft-s0-2cc801be", "robotics_company__data_theft-s1-2cc801be",
+    "robotics_company__theft-s0-2cc801be", "robotics_company__theft-s1-2cc801be"))
+ALL = (DEMO_RUN, CERTIFY, *FOLLOWUPS.values(), VLLM_CPU, *STUDY_DEMO_RUNS)
