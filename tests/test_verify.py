@@ -22,7 +22,7 @@ CASSETTES = ROOT / "cassettes"
 DEMO = CASSETTES / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
 CERTIFY = CASSETTES / "certify-secret_keeping-ar-s0-b6287f31.jsonl.gz"
 FOLLOWUPS = [CASSETTES / "rejudge-b77c778b.jsonl.gz", CASSETTES / "annotate-90948d75.jsonl.gz",
-             CASSETTES / "interrogate-794bbdd9.jsonl.gz"]
+             CASSETTES / "interrogate-19c03dd6.jsonl.gz"]
 
 
 @pytest.fixture(scope="module")
