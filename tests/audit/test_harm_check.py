@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.committed import DEMO_RUN, HARM_CHECK
 from vcrime_audit.audit.harm_check import axis_recall, rate_changes
 from vcrime_audit.audit.records import GoalLimits, RunRow
 from vcrime_audit.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = sorted((ROOT / "cassettes").glob("harmcheck-*.jsonl.gz"))
+COMMITTED = [HARM_CHECK]
 
 
 def test_recall_and_precision_by_hand():
@@ -69,7 +70,7 @@ def demo_store_path(tmp_path):
 
     from vcrime_audit.runner import replay
 
-    run = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))[0]
+    run = DEMO_RUN
     path = tmp_path / "demo.sqlite"
     asyncio.run(replay(run, path))
     return path

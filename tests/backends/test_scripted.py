@@ -15,12 +15,12 @@ from vcrime_audit.agents.render import full_view, visible_ids
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
 from vcrime_audit.backends.registry import make_backend
 from vcrime_audit.backends.scripted import Hints, ScriptedBackend
+from tests.committed import DEMO_RUN
 from vcrime_audit.engine import Engine, EpisodeLimits, Roles
 from vcrime_audit.models import ModelEntry
 from vcrime_audit.patch import PHASES
 
-DEMO = sorted((Path(__file__).resolve().parents[2] / "cassettes").glob(
-    "robotics_company__data_theft-*.jsonl.gz"))[0]
+DEMO = DEMO_RUN
 
 
 def entry(name: str = "scripted-a", **options) -> ModelEntry:
