@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .commands.common import check_identical, fail, user_errors
+from .commands.common import check_identical, fail, printable, reading_store, user_errors
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
@@ -32,8 +32,14 @@ def run(
 ) -> None:
     """Play one episode and record every model call."""
     from .cassette import RecordMode
+    from .commands.checks import check_run_options
     from .runner import RunConfig, run_episode
 
+    try:
+        check_run_options(task=task, seed=seed, max_turns=max_turns, stall_turns=stall_turns,
+                          record_mode=record_mode, models=(attacker, judge, world_manager))
+    except user_errors() as exc:
+        fail(exc)
     config = RunConfig(task=task, seed=seed, attacker=attacker, judge=judge,
                        world_manager=world_manager, backend=backend, max_turns=max_turns,
                        stall_turns=stall_turns)
@@ -84,10 +90,11 @@ def show(
     from .transcript import render_transcript
 
     try:
-        text = render_transcript(Store(db), run_id)
+        with reading_store(db):
+            text = render_transcript(Store.open_existing(db), run_id)
     except user_errors() as exc:
-        fail(exc)
-    typer.echo(text)
+        fail(printable(exc, keep=""))
+    typer.echo(printable(text))
 
 
 @app.command()
@@ -95,9 +102,15 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
     """List the runs in a store."""
     from .store import Store
 
-    for r in Store(db).runs():
-        typer.echo(f"{r['run_id']}  {r['status']:<9} {r['turns']:>3} turns  "
-                   f"attacker={r['attacker']}  {r['reason']}")
+    try:
+        with reading_store(db):
+            rows = Store.open_existing(db).runs()
+            lines = [f"{r['run_id']}  {r['status']!s:<9} {r['turns']!s:>3} turns  "
+                     f"attacker={r['attacker']}  {r['reason']}" for r in rows]
+    except user_errors() as exc:
+        fail(printable(exc, keep=""))
+    for line in lines:
+        typer.echo(printable(line, keep=""))
 
 
 @app.command()

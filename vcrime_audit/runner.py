@@ -15,8 +15,10 @@ from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
+from .ids import check_id, inside, shown_path
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
+from .scrub import scrub_text
 from .store import Store, turn_rows_hash
 from .world import WorldState
 
@@ -75,7 +77,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         "seed": config.seed, "attacker": config.attacker, "judge": config.judge,
         "world_manager": config.world_manager, "backend": config.backend, "status": "running",
         "reason": "", "turns": 0, "max_turns": config.max_turns, "stall_turns": config.stall_turns,
-        "cassette": str(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
+        "cassette": shown_path(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
         "turn_rows_hash": None, "synthetic": 0, "vcrime_version": __version__,
         "started_at": _now(), "finished_at": None},
         [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry"}
@@ -92,7 +94,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     try:
         last = await engine.run(world, config.seed, on_turn)
     except Exception as exc:
-        store.finish_run(run_id, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
+        store.finish_run(run_id, status="error", reason=scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
                          finished_at=_now())
         raise
     finally:
@@ -133,7 +135,7 @@ def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
 
 
 def cassette_path(config: RunConfig, cassette_dir: Path) -> Path:
-    return cassette_dir / f"{config.run_id()}.jsonl.gz"
+    return inside(cassette_dir, f"{check_id(config.run_id(), 'run id')}.jsonl.gz")
 
 
 async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Path = DEFAULT_CASSETTES,
@@ -181,5 +183,6 @@ async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     cassette = Cassette(cassette_path, RecordMode.none)
     world, entries = _from_meta(cassette)
     config = RunConfig(**cassette.meta["config"])
-    store = Store(db or Path("runs") / f"replay-{config.run_id()}.sqlite")
+    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)")
+    store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
     return await _play(config, world, _roles(config, entries), cassette, None, store)

@@ -20,7 +20,9 @@ from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
+from ..ids import shown_path
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
+from ..scrub import scrub_text
 from ..store import Store
 from . import DEMO_QUERY_FILE
 from . import store as cstore
@@ -217,7 +219,7 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         "backend": config.backend, "n": config.n, "confidence": config.confidence, "k": None,
         "n_safe": None, "n_missing": None, "lower": None, "upper": None,
         "conservative_lower": None, "conservative_upper": None, "bounds": None,
-        "seed": config.seed, "cassette": str(cassette.path), "status": "running", "reason": "",
+        "seed": config.seed, "cassette": shown_path(cassette.path), "status": "running", "reason": "",
         "rows_hash": None, "vcrime_version": __version__, "started_at": _now(), "finished_at": None})
     outcomes: list[bool | None] = []
     turns = 0
@@ -233,7 +235,8 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
                 progress(index, played)
     except Exception as exc:
         cstore.finish_certification(store, cid, status="error",
-                                    reason=f"{type(exc).__name__}: {exc}"[:2000], finished_at=_now())
+                                    reason=scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
+                                    finished_at=_now())
         raise
     finally:
         if inner is not None:

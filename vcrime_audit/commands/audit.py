@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ..defaults import DEFAULT_RESAMPLES
-from .common import fail, user_errors
+from .common import fail, reading_store, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -51,7 +51,8 @@ def audit(
     from ..audit.report import write_report
 
     try:
-        result = run_audit(db, n_resamples=resamples, seed=seed)
+        with reading_store(db):
+            result = run_audit(db, n_resamples=resamples, seed=seed)
     except user_errors() as exc:
         fail(str(exc))
     start = time.perf_counter()
@@ -88,8 +89,8 @@ def judges(
     from ..audit.load import load_audit_input, open_store
 
     try:
-        store = open_store(db)
-        data = load_audit_input(store)
+        with reading_store(db):
+            data = load_audit_input(open_store(db, readonly=True))
     except user_errors() as exc:
         fail(str(exc))
     result = judge_audit(data, n_resamples=resamples, seed=seed)

@@ -25,7 +25,9 @@ from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from ..defaults import DEFAULT_CASSETTES
+from ..ids import shown_path
 from ..models import ModelEntry, get_model
+from ..scrub import scrub_text
 from ..store import Store
 
 META_KIND = "followup"
@@ -247,7 +249,7 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
         store._insert("followups", [{
             "followup_id": fid, "kind": workflow.kind, "config": canonical_json(asdict(config)),
             "inputs_hash": prepared.inputs_hash, "sample": canonical_json(prepared.sample),
-            "backend": backend_name, "cassette": str(cassette.path), "status": "running",
+            "backend": backend_name, "cassette": shown_path(cassette.path), "status": "running",
             "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
             "vcrime_version": __version__, "started_at": _now(), "finished_at": None}])
         store._insert("models", [{"name": e.name, "family": e.family, "vendor": e.vendor,
@@ -255,7 +257,7 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
     try:
         n_failed = await workflow.work(session, config, prepared, entries)
     except Exception as exc:
-        _finish(store, fid, status="error", reason=f"{type(exc).__name__}: {exc}"[:2000],
+        _finish(store, fid, status="error", reason=scrub_text(f"{type(exc).__name__}: {exc}")[:2000],
                 finished_at=_now())
         raise
     finally:
