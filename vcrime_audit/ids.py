@@ -27,6 +27,7 @@ def check_id(value: object, what: str = "id") -> str:
         raise IdError(f"{what}: expected a text id, got {type(value).__name__}; fix: use letters, "
                       "digits, '_', '.' and '-'")
     shown = value if len(value) <= 60 else value[:57] + "..."
+    shown = shown.encode("unicode_escape").decode("ascii")
     if len(value) > MAX_ID:
         raise IdError(f"{what}: id '{shown}' is {len(value)} characters long, more than {MAX_ID}; "
                       "fix: use a shorter id")
@@ -38,10 +39,9 @@ def check_id(value: object, what: str = "id") -> str:
 
 def inside(folder: Path | str, name: str | Path) -> Path:
     """``folder / name``, refused when it resolves outside ``folder``."""
-    base = Path(folder).resolve()
-    path = (Path(folder) / name)
+    path = Path(folder) / name
     try:
-        path.resolve().relative_to(base)
+        path.resolve().relative_to(Path(folder).resolve())
     except ValueError:
         raise IdError(f"{path}: resolves outside {folder}; fix: use a plain name inside "
                       f"{folder}") from None
@@ -64,7 +64,10 @@ def shown_path(path: Path | str, root: Path | None = None) -> str:
     path = Path(path)
     if not path.is_absolute():
         return path.as_posix()
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError):  # a symbolic-link loop
+        return Path(*path.parts[-2:]).as_posix()
     for base in (Path.cwd(), root or project_root()):
         try:
             return resolved.relative_to(base.resolve()).as_posix()

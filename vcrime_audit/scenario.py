@@ -145,22 +145,15 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def _read_yaml(path: Path) -> Any:
-    from .yamlio import YamlInputError, load_yaml
+    from .yamlio import load_yaml, problem_of
 
     try:
         return load_yaml(path)
     except OSError as exc:
         raise ScenarioError(path, "", f"cannot read file: {exc.strerror or exc}",
                             "check that the file exists and is readable") from None
-    except YamlInputError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(path, where, exc.problem, exc.fix) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(path, where, f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-                            "fix the YAML syntax at that position") from None
+        raise ScenarioError(path, *problem_of(exc)) from None
 
 
 def parse_file(path: Path, model: type[BaseModel]) -> Any:

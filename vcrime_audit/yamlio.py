@@ -109,11 +109,22 @@ def load_yaml(path: Path | str) -> Any:
     return loads(text)
 
 
-def describe(exc: yaml.YAMLError) -> str:
-    """One line for any YAML error: position, problem and, when known, the fix."""
+def problem_of(exc: yaml.YAMLError) -> tuple[str, str, str]:
+    """(where, problem, fix) of any YAML error, each on one line."""
     if isinstance(exc, YamlInputError):
-        return str(exc)
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        return where, exc.problem, exc.fix
+    if isinstance(exc, yaml.reader.ReaderError):
+        return (f"character {exc.position}", f"invalid YAML: character {exc.character!r} is not "
+                "allowed in YAML text", "remove the control character or quote it as an escape")
     mark = getattr(exc, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return f"{where}invalid YAML: {problem}; fix: correct the YAML syntax there"
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    return where, f"invalid YAML: {problem}", "fix the YAML syntax at that position"
+
+
+def describe(exc: yaml.YAMLError) -> str:
+    """One line for any YAML error: position, problem and the fix."""
+    where, problem, fix = problem_of(exc)
+    return (f"{where}: " if where else "") + problem + (f"; fix: {fix}" if fix else "")

@@ -34,7 +34,7 @@ def user_errors() -> tuple[type[Exception], ...]:
 def fail(problem: object) -> NoReturn:
     from ..scrub import scrub_text
 
-    typer.echo(f"error: {scrub_text(str(problem))}", err=True)
+    typer.echo(f"error: {printable(scrub_text(str(problem)), keep=chr(10))}", err=True)
     raise typer.Exit(2)
 
 
