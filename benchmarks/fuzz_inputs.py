@@ -3,8 +3,10 @@
     python benchmarks/fuzz_inputs.py            # >= 300 scenarios, >= 100 stores, >= 500 cassettes
     python benchmarks/fuzz_inputs.py --quick    # a few of each (the test runs this)
 
-Each command runs as a subprocess (``python -m vcrime_audit.cli ...``) with a 60 s cap, two at a
-time. Printed per part (scenarios, stores, cassettes):
+Each command runs in its own process with a 60 s cap, two at a time: by default a child forked
+from a parent that imported the CLI once (benchmarks/fuzz_worker.py; starting Python and the CLI
+anew costs more than most commands), with ``--spawn`` as ``python -m vcrime_audit.cli ...``.
+Printed per part (options, scenarios, stores, cassettes):
 
 - runs: command invocations made;
 - tracebacks: invocations whose output holds "Traceback (most recent call last)";
@@ -74,15 +76,42 @@ def listing(folder: Path | None) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder else set()
 
 
-def run_case(case: Case) -> Result:
-    before = listing(case.watch)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **case.env}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+
+
+class Forker:
+    """One fuzz_worker.py parent per thread; each command is a child it forks."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.local = threading.local()
+
+    def __call__(self, case: Case) -> tuple[int | None, str, str]:
+        worker = getattr(self.local, "worker", None)
+        if worker is None:
+            worker = self.local.worker = subprocess.Popen(
+                [sys.executable, str(ROOT / "benchmarks" / "fuzz_worker.py")], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+        request = {"args": case.command[3:], "cwd": str(case.watch or ROOT), "cap": CAP_S}
+        worker.stdin.write(json.dumps(request) + "\n")
+        worker.stdin.flush()
+        answer = json.loads(worker.stdout.readline())
+        return answer["rc"], answer["out"], answer["err"]
+
+
+def spawn(case: Case) -> tuple[int | None, str, str]:
     try:
-        done = subprocess.run(case.command, capture_output=True, text=True, timeout=CAP_S, env=env,
+        done = subprocess.run(case.command, capture_output=True, text=True, timeout=CAP_S, env=ENV,
                               cwd=case.watch or ROOT, errors="replace")
-        rc, out, err = done.returncode, done.stdout, done.stderr
+        return done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired:
-        rc, out, err = None, "", ""
+        return None, "", ""
+
+
+def run_case(case: Case, runner: Callable[[Case], tuple[int | None, str, str]] = spawn) -> Result:
+    before = listing(case.watch)
+    rc, out, err = runner(case)
     created = case.watch is not None and case.kind.split(":")[0] in READ_COMMANDS and \
         bool(listing(case.watch) - before)
     return Result(case, rc, "Traceback (most recent call last)" in out + err, created, out, err)
@@ -462,6 +491,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", default="options,scenarios,stores,cassettes")
     parser.add_argument("--json", type=Path, help="also write the counts here")
     parser.add_argument("--keep", type=Path, help="keep the mutated inputs in this folder")
+    parser.add_argument("--spawn", action="store_true",
+                        help="start `python -m vcrime_audit.cli` for each command (slower)")
     args = parser.parse_args(argv)
     counts = {"scenarios": 4, "stores": 4, "cassettes": 10} if args.quick else \
         {"scenarios": 300, "stores": 100, "cassettes": 500}
@@ -480,8 +511,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             cases += store_cases(work, counts["stores"], rng, args.quick)
         if "cassettes" in parts:
             cases += cassette_cases(work, counts["cassettes"], rng)
+        runner = spawn if args.spawn or not hasattr(os, "fork") else Forker()
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            results = list(pool.map(run_case, cases))
+            results = list(pool.map(lambda c: run_case(c, runner), cases))
         summary = summarise(results)
         summary["inputs"] = {
             "scenario_files": len({c.command[-1] for c in cases if c.part == "scenarios"}),
