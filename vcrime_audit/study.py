@@ -149,4 +149,5 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     finally:
         if owned and backend is not None:
             await backend.aclose()
+        store.close()
     return progress

@@ -104,6 +104,7 @@ class Store:
         return cls(path, readonly=True)
 
     def close(self) -> None:
+        """Close the connection; the last one to close folds the write-ahead log into the file."""
         self.db.conn.close()
 
     def _insert(self, table: str, rows: list[dict[str, Any]], replace: bool = False,
@@ -135,6 +136,13 @@ class Store:
         with self.db.conn:
             sets = ", ".join(f"[{k}] = ?" for k in fields)
             self.db.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*fields.values(), run_id])
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the store file (when no reader holds it back), so a
+        copy of the file alone holds every finished run."""
+        if not self.readonly:
+            self.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def delete_run(self, run_id: str) -> None:
         with self.db.conn:
