@@ -117,6 +117,7 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
 def models() -> None:
     """List the models in the registry (local_models/)."""
     from .models import ModelError, list_models
+    from .scrub import scrub_text
 
     try:
         entries = list_models()
@@ -131,7 +132,7 @@ def models() -> None:
                 where = str(m.weights_path())
             except ModelError as exc:
                 where = f"NOT INSTALLED: {exc}"
-        typer.echo(f"{m.name:<20} {m.backend:<13} {m.vendor}/{m.family}  {where}")
+        typer.echo(scrub_text(f"{m.name:<20} {m.backend:<13} {m.vendor}/{m.family}  {where}"))
 
 
 def _add_subcommands() -> None:

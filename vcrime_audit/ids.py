@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 MAX_ID = 128
-ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+MAX_RUN_ID = 200  # a task id, its seed and a hash
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_SEED = 2**63 - 1
 
 
@@ -21,15 +22,15 @@ class IdError(ValueError):
     """An id or a derived path that is not allowed, with the fix."""
 
 
-def check_id(value: object, what: str = "id") -> str:
+def check_id(value: object, what: str = "id", limit: int = MAX_ID) -> str:
     """``value`` when it is a valid id; else :class:`IdError` naming ``what`` (e.g. ``--task``)."""
     if not isinstance(value, str):
         raise IdError(f"{what}: expected a text id, got {type(value).__name__}; fix: use letters, "
                       "digits, '_', '.' and '-'")
     shown = value if len(value) <= 60 else value[:57] + "..."
     shown = shown.encode("unicode_escape").decode("ascii")
-    if len(value) > MAX_ID:
-        raise IdError(f"{what}: id '{shown}' is {len(value)} characters long, more than {MAX_ID}; "
+    if len(value) > limit:
+        raise IdError(f"{what}: id '{shown}' is {len(value)} characters long, more than {limit}; "
                       "fix: use a shorter id")
     if not ID_PATTERN.fullmatch(value) or ".." in value:
         raise IdError(f"{what}: '{shown}' is not a valid id; fix: use letters, digits, '_', '.' "

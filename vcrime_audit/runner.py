@@ -15,7 +15,7 @@ from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
-from .ids import check_id, inside, shown_path
+from .ids import MAX_RUN_ID, check_id, inside, shown_path
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .scenario import initial_world, load_task
 from .scrub import scrub_text
@@ -135,7 +135,7 @@ def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
 
 
 def cassette_path(config: RunConfig, cassette_dir: Path) -> Path:
-    return inside(cassette_dir, f"{check_id(config.run_id(), 'run id')}.jsonl.gz")
+    return inside(cassette_dir, f"{check_id(config.run_id(), 'run id', MAX_RUN_ID)}.jsonl.gz")
 
 
 async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Path = DEFAULT_CASSETTES,
@@ -183,6 +183,7 @@ async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     cassette = Cassette(cassette_path, RecordMode.none)
     world, entries = _from_meta(cassette)
     config = RunConfig(**cassette.meta["config"])
-    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)")
+    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
+                      MAX_RUN_ID)
     store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
     return await _play(config, world, _roles(config, entries), cassette, None, store)
