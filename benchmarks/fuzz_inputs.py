@@ -491,11 +491,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", default="options,scenarios,stores,cassettes")
     parser.add_argument("--json", type=Path, help="also write the counts here")
     parser.add_argument("--keep", type=Path, help="keep the mutated inputs in this folder")
+    parser.add_argument("--count", action="append", default=[], metavar="PART=N",
+                        help="override a count, e.g. --count cassettes=150")
     parser.add_argument("--spawn", action="store_true",
                         help="start `python -m vcrime_audit.cli` for each command (slower)")
     args = parser.parse_args(argv)
     counts = {"scenarios": 4, "stores": 4, "cassettes": 10} if args.quick else \
         {"scenarios": 300, "stores": 100, "cassettes": 500}
+    counts.update({k: int(v) for k, v in (c.split("=") for c in args.count)})
     parts = args.parts.split(",")
     rng = random.Random(args.seed)
     work = args.keep or Path(tempfile.mkdtemp(prefix="fuzz-"))
@@ -512,8 +515,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if "cassettes" in parts:
             cases += cassette_cases(work, counts["cassettes"], rng)
         runner = spawn if args.spawn or not hasattr(os, "fork") else Forker()
+        done = 0
+
+        def one(case: Case) -> Result:
+            nonlocal done
+            result = run_case(case, runner)
+            done += 1
+            if done % 50 == 0:
+                print(f"{done}/{len(cases)} commands, {time.perf_counter() - started:.0f} s",
+                      file=sys.stderr, flush=True)
+            return result
+
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            results = list(pool.map(lambda c: run_case(c, runner), cases))
+            results = list(pool.map(one, cases))
         summary = summarise(results)
         summary["inputs"] = {
             "scenario_files": len({c.command[-1] for c in cases if c.part == "scenarios"}),
