@@ -490,6 +490,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", default="options,scenarios,stores,cassettes")
     parser.add_argument("--json", type=Path, help="also write the counts here")
+    parser.add_argument("--log", type=Path, help="append one JSON line per command here as it ends")
     parser.add_argument("--keep", type=Path, help="keep the mutated inputs in this folder")
     parser.add_argument("--count", action="append", default=[], metavar="PART=N",
                         help="override a count, e.g. --count cassettes=150")
@@ -521,6 +522,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             nonlocal done
             result = run_case(case, runner)
             done += 1
+            if args.log:
+                with args.log.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps({"part": case.part, "kind": case.kind, "rc": result.rc,
+                                          "traceback": result.traceback, "created": result.created,
+                                          "content_edit": case.content_edit}) + "\n")
             if done % 50 == 0:
                 print(f"{done}/{len(cases)} commands, {time.perf_counter() - started:.0f} s",
                       file=sys.stderr, flush=True)
