@@ -166,3 +166,22 @@ def test_a_model_entry_adds_scrub_patterns(tmp_path):
     assert entry.scrub_patterns == ["tenant-[0-9a-f]{8}"]
     assert scrub_text("id tenant-0badc0de ok") == f"id {PLACEHOLDER} ok"
     assert not Path(entry.source_file).is_absolute()
+
+
+def test_a_recorded_model_entry_holds_no_absolute_path_or_secret(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from vcrime_audit.models import load_model_file
+
+    monkeypatch.setenv("ECHO_TEST_KEY", KEY)
+    folder = _models_dir(tmp_path)
+    path = folder / "echo-server.yaml"
+    text = path.read_text().replace("  served_name: smollm2-135m-instruct\n",
+                                    f"  served_name: smollm2-135m-instruct\n  path: {tmp_path}/w/m.gguf\n")
+    text = text.replace("  base_url: http://127.0.0.1:8080/v1",
+                        f"  base_url: http://{USER}:{PASSWORD}@127.0.0.1:8080/v1")
+    path.write_text(text)
+    recorded = load_model_file(path).recorded()
+    shown = json.dumps(recorded)
+    assert str(tmp_path) not in shown and PASSWORD not in shown
+    assert recorded["weights"]["path"] == "w/m.gguf"
+    assert recorded["options"]["base_url"] == "http://[scrubbed]@127.0.0.1:8080/v1"

@@ -58,6 +58,22 @@ class ModelEntry(BaseModel):
                 raise ValueError(f"'{pattern}' is not a regular expression ({exc})") from None
         return patterns
 
+    def recorded(self) -> dict[str, Any]:
+        """The entry as a cassette header records it: secrets scrubbed, and ``weights.path``
+        relative when it lies in the working directory or the project (a path elsewhere stays as
+        written, since resuming a recording loads the weights from it)."""
+        from .ids import project_root
+        from .scrub import scrub_obj
+
+        data = self.model_dump(mode="json")
+        if data["weights"].get("path"):
+            path = Path(data["weights"]["path"])
+            for base in (Path.cwd(), project_root()):
+                if path.is_absolute() and path.is_relative_to(base):
+                    data["weights"]["path"] = path.relative_to(base).as_posix()
+                    break
+        return scrub_obj(data)
+
     def sampling_for(self, role: str, seed: int) -> Sampling:
         merged = {**self.sampling.get("default", {}), **self.sampling.get(role, {}), "seed": seed}
         return Sampling(**merged)

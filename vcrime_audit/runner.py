@@ -156,7 +156,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
         names = {config.attacker, config.judge, config.world_manager}
         entries = {name: get_model(name) for name in names}
         cassette.meta = {"config": config.__dict__, "initial_world": world.model_dump(mode="json"),
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:

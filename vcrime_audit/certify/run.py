@@ -283,7 +283,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
         setup = Setup(config, spec, graph, entries)
         cassette.meta = {"kind": META_KIND, "config": asdict(config),
                          "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:

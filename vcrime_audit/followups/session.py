@@ -211,7 +211,7 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
         entries = {name: get_model(name) for name in sorted(set(prepared.models))}
         cassette.meta = {"kind": META_KIND, "followup": workflow.kind, "config": config_json,
                          "inputs_hash": prepared.inputs_hash, "sample": prepared.sample,
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     if cassette.recording and inner is None:
         inner = make_backend(backend_name, entries)
