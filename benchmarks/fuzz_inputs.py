@@ -3,14 +3,16 @@
     python benchmarks/fuzz_inputs.py            # >= 300 scenarios, >= 100 stores, >= 500 cassettes
     python benchmarks/fuzz_inputs.py --quick    # a few of each (the test runs this)
 
-Each command runs in its own process with a 60 s cap, two at a time: by default a child forked
-from a parent that imported the CLI once (benchmarks/fuzz_worker.py; starting Python and the CLI
-anew costs more than most commands), with ``--spawn`` as ``python -m vcrime_audit.cli ...``.
+Each command runs in its own process, two at a time: by default a child forked from a parent
+that imported the CLI once (benchmarks/fuzz_worker.py; starting Python and the CLI anew costs
+more than most commands), capped at 60 s of CPU time, or 600 s of wall-clock time for a wait that
+uses no CPU (so a shared, overloaded machine does not turn slow commands into "hangs"); with
+``--spawn`` as ``python -m vcrime_audit.cli ...`` capped at 60 s of wall-clock time.
 Printed per part (options, scenarios, stores, cassettes):
 
 - runs: command invocations made;
 - tracebacks: invocations whose output holds "Traceback (most recent call last)";
-- hangs: invocations stopped at the cap;
+- hangs: invocations stopped at a cap;
 - exit codes: how many invocations ended with each code;
 - created: read commands (runs, show, scenarios show/validate) after which the folder of their
   input held a file that was not there before;

@@ -1,7 +1,9 @@
 """A parent process for benchmarks/fuzz_inputs.py: imports the CLI once, then runs each
-command it is given in its own forked child process (60 s cap, killed on time-out).
+command it is given in its own forked child process, killed after ``cap`` seconds of CPU time
+(RLIMIT_CPU) or ``wall`` seconds of wall-clock time (a wait that uses no CPU).
 
-Protocol: one JSON object per line on stdin ({"args": [...], "cwd": "...", "cap": 60}); one per
+Protocol: one JSON object per line on stdin ({"args": [...], "cwd": "...", "cap": 60,
+"wall": 600}); one per
 line on stdout ({"rc": int | null, "out": str, "err": str}). A child's uncaught exception is
 printed as Python prints it ("Traceback (most recent call last): ...") and ends it with code 1.
 """
@@ -17,7 +19,10 @@ import time
 import traceback
 
 
-def _child(args: list[str], cwd: str, out_path: str, err_path: str) -> None:
+def _child(args: list[str], cwd: str, out_path: str, err_path: str, cap: float) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CPU, (int(cap), int(cap) + 1))
     out = os.open(out_path, os.O_WRONLY)
     err = os.open(err_path, os.O_WRONLY)
     os.dup2(out, 1)
@@ -40,18 +45,19 @@ def _child(args: list[str], cwd: str, out_path: str, err_path: str) -> None:
         os._exit(code)
 
 
-def run(args: list[str], cwd: str, cap: float) -> dict:
+def run(args: list[str], cwd: str, cap: float, wall: float) -> dict:
     with tempfile.NamedTemporaryFile(delete=False) as o, tempfile.NamedTemporaryFile(delete=False) as e:
         out_path, err_path = o.name, e.name
     pid = os.fork()
     if pid == 0:
-        _child(args, cwd, out_path, err_path)
-    deadline = time.monotonic() + cap
+        _child(args, cwd, out_path, err_path, cap)
+    deadline = time.monotonic() + wall
     rc: int | None = None
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             rc = os.waitstatus_to_exitcode(status)
+            rc = None if rc in (-signal.SIGXCPU, -signal.SIGKILL) else rc
             break
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
@@ -67,11 +73,16 @@ def run(args: list[str], cwd: str, cap: float) -> dict:
 
 
 def main() -> None:
-    import vcrime_audit.cli  # noqa: F401 - imported once, shared by every forked child
+    import importlib
 
+    for module in ("vcrime_audit.cli", "vcrime_audit.runner", "vcrime_audit.study",
+                   "vcrime_audit.merge", "vcrime_audit.transcript", "vcrime_audit.audit.pipeline",
+                   "vcrime_audit.audit.report", "vcrime_audit.scenario_checks"):
+        importlib.import_module(module)  # imported once, shared by every forked child
     for line in sys.stdin:
         case = json.loads(line)
-        print(json.dumps(run(case["args"], case["cwd"], case.get("cap", 60))), flush=True)
+        answer = run(case["args"], case["cwd"], case.get("cap", 60), case.get("wall", 600))
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
