@@ -53,11 +53,11 @@ def audit(
     try:
         with reading_store(db):
             result = run_audit(db, n_resamples=resamples, seed=seed)
+            start = time.perf_counter()
+            files = write_report(result, out or Path("audit_reports") / db.stem)
+            drawn = time.perf_counter() - start
     except user_errors() as exc:
         fail(str(exc))
-    start = time.perf_counter()
-    files = write_report(result, out or Path("audit_reports") / db.stem)
-    drawn = time.perf_counter() - start
     m = result.metrics
     if result.data.synthetic:
         typer.echo("SYNTHETIC store: these numbers describe no model")

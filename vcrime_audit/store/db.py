@@ -78,10 +78,11 @@ class Store:
         try:
             self.db = sqlite_utils.Database(_connect(self.path, readonly))
             applied = applied_migrations(self.db.conn)
-            if applied is None and (readonly or self.db.table_names()):
-                raise StoreError(f"{self.path}: not a vcrime-audit store (it has no _migrations "
-                                 "table); fix: point --db at a store written by vcrime-audit, or "
-                                 "at a new file")
+            tables = set(self.db.table_names()) - {"_migrations"}
+            if not applied and (readonly or tables):
+                raise StoreError(f"{self.path}: not a vcrime-audit store (no migration is "
+                                 "recorded in a _migrations table); fix: point --db at a store "
+                                 "written by vcrime-audit, or at a new file")
             pending_migrations(applied)
             self.migrated = [] if readonly else migrate(self.db)
             problems = schema_problems(self.db.conn)
