@@ -10,6 +10,8 @@ import typer
 
 from .commands.common import (
     command_line,
+    printable,
+    reading_store,
     fail,
     make_console,
     print_table,
@@ -45,8 +47,14 @@ def run(
     """Play one episode and record every model call (an existing recording of the same run is
     replayed instead; --record-mode all records afresh)."""
     from .cassette import RecordMode
+    from .commands.checks import check_run_options
     from .runner import RunConfig, run_episode
 
+    try:
+        check_run_options(task=task, seed=seed, max_turns=max_turns, stall_turns=stall_turns,
+                          record_mode=record_mode, models=(attacker, judge, world_manager))
+    except user_errors() as exc:
+        fail(exc)
     config = RunConfig(task=task, seed=seed, attacker=attacker, judge=judge,
                        world_manager=world_manager, backend=backend, max_turns=max_turns,
                        stall_turns=stall_turns)
@@ -119,10 +127,11 @@ def show(
     from .transcript import render_transcript
 
     try:
-        text = render_transcript(Store(db), run_id)
+        with reading_store(db):
+            text = render_transcript(Store.open_existing(db), run_id)
     except user_errors() as exc:
-        fail(exc)
-    typer.echo(text)
+        fail(printable(exc, keep=""))
+    typer.echo(printable(text))
 
 
 @app.command()
@@ -130,11 +139,13 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
     """List the runs in a store."""
     from .store import Store
 
-    if not db.is_file():
-        fail(f"{db}: no store at this path; fix: pass --db with a store written by `vcrime-audit run`, "
-             "`replay` or `study`")
-    rows = [[r["run_id"], r["status"], str(r["turns"]), r["attacker"], r["judge"], r["reason"]]
-            for r in Store(db).runs()]
+    try:
+        with reading_store(db):
+            stored = Store.open_existing(db).runs()
+    except user_errors() as exc:
+        fail(printable(exc, keep=""))
+    rows = [[printable(str(r[k]), keep="") for k in ("run_id", "status", "turns", "attacker", "judge",
+                                                         "reason")] for r in stored]
     print_table(["run", "status", "turns", "attacker", "judge", "why it ended"], rows)
     if rows:
         say_next(command_line("vcrime-audit", "show", rows[0][0], "--db", db))
@@ -144,6 +155,7 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
 def models() -> None:
     """List the models in the registry (local_models/)."""
     from .models import ModelError, list_models
+    from .scrub import scrub_text
 
     try:
         entries = list_models()
@@ -160,7 +172,7 @@ def models() -> None:
             except ModelError:
                 state, where = "not installed", m.weights.hf_repo or m.weights.package or m.weights.path or ""
                 missing.append(m)
-        rows.append([m.name, m.backend, m.vendor, m.family, state, where])
+        rows.append([m.name, m.backend, m.vendor, m.family, state, scrub_text(where)])
     print_table(["model", "backend", "vendor", "family", "weights", "where"], rows)
     for m in missing:
         typer.echo(f"install   {m.name}: {m.weights.install or 'see ' + m.source_file}")

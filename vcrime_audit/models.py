@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .backends.base import Sampling
 
@@ -42,7 +42,39 @@ class ModelEntry(BaseModel):
     context_length: int = 4096
     sampling: dict[str, dict[str, Any]] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict, description="Backend engine options.")
-    source_file: str = ""
+    scrub_patterns: list[str] = Field(default_factory=list, description=(
+        "Regular expressions whose matches are replaced by [scrubbed] in everything recorded, "
+        "stored or printed (as vcrpy's filter_headers)."))
+    source_file: str = Field("", description="The entry's file, relative to the project "
+                             "(never an absolute path of this machine).")
+
+    @field_validator("scrub_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"'{pattern}' is not a regular expression ({exc})") from None
+        return patterns
+
+    def recorded(self) -> dict[str, Any]:
+        """The entry as a cassette header records it: secrets scrubbed, and ``weights.path``
+        relative when it lies in the working directory or the project (a path elsewhere stays as
+        written, since resuming a recording loads the weights from it)."""
+        from .ids import project_root
+        from .scrub import scrub_obj
+
+        data = self.model_dump(mode="json")
+        if data["weights"].get("path"):
+            path = Path(data["weights"]["path"])
+            for base in (Path.cwd(), project_root()):
+                if path.is_absolute() and path.is_relative_to(base):
+                    data["weights"]["path"] = path.relative_to(base).as_posix()
+                    break
+        return scrub_obj(data)
 
     def sampling_for(self, role: str, seed: int) -> Sampling:
         merged = {**self.sampling.get("default", {}), **self.sampling.get(role, {}), "seed": seed}
@@ -89,20 +121,39 @@ def list_models(root: Path | None = None) -> list[ModelEntry]:
 
 
 def load_model_file(path: Path) -> ModelEntry:
+    from .ids import shown_path
+    from .yamlio import describe, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return ModelEntry.model_validate({**data, "source_file": str(path)})
-    except (yaml.YAMLError, TypeError) as exc:
-        raise ModelError(f"{path}: not a valid model file: {exc}") from None
+        data = load_yaml(path)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read model file ({exc.strerror}); fix: check the "
+                         "path") from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{path}: not a valid model file: {describe(exc)}") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: not a valid model file: expected a mapping at the top, got "
+                         f"{type(data).__name__}; fix: see local_models/smollm2-135m.yaml")
+    try:
+        entry = ModelEntry.model_validate({**data, "source_file": shown_path(path)})
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise ModelError(f"{path}: {field}: {first['msg']} ({len(exc.errors())} error(s))") from None
+    from .scrub import register_entry
+
+    register_entry(entry)
+    return entry
 
 
 def get_model(name: str, root: Path | None = None) -> ModelEntry:
+    from .ids import IdError, check_id, inside
+
     root = root or models_root()
-    path = root / f"{name}.yaml"
+    try:
+        path = inside(root, f"{check_id(name, 'model')}.yaml")
+    except IdError as exc:
+        raise ModelError(str(exc)) from None
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in root.glob("*.yaml"))) or "none"
         raise ModelError(f"unknown model '{name}' (no {path}); known models: {known}")

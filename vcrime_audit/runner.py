@@ -23,6 +23,7 @@ from .rowdigest import row_digest
 from .statuses import MAX_TURNS
 from .store import Store
 from .store.db import trajectory_rows
+from .ids import MAX_RUN_ID, check_id, inside, shown_path
 from .world import WorldState
 
 
@@ -104,7 +105,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         "seed": config.seed, "attacker": config.attacker, "judge": config.judge,
         "world_manager": config.world_manager, "backend": config.backend,
         "reason": "", "turns": 0, "max_turns": config.max_turns, "stall_turns": config.stall_turns,
-        "cassette": str(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
+        "cassette": shown_path(cassette.path), "initial_world_hash": world.digest(), "final_world_hash": None,
         "turn_rows_hash": None, "synthetic": 0, "vcrime_version": __version__,
         "started_at": now(), "finished_at": None},
         clear=lambda s: s.clear_run(run_id),
@@ -141,7 +142,7 @@ def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
 
 
 def cassette_path(config: RunConfig, cassette_dir: Path) -> Path:
-    return cassette_dir / f"{config.run_id()}.jsonl.gz"
+    return inside(cassette_dir, f"{check_id(config.run_id(), 'run id', MAX_RUN_ID)}.jsonl.gz")
 
 
 async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Path = DEFAULT_CASSETTES,
@@ -164,7 +165,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
         names = {config.attacker, config.judge, config.world_manager}
         entries = {name: get_model(name) for name in names}
         cassette.meta = {"config": config.__dict__, "initial_world": world.model_dump(mode="json"),
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:
@@ -209,5 +210,7 @@ async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
     cassette = Cassette(cassette_path, RecordMode.none)
     config, world, entries = _from_meta(cassette)
-    store = Store(db or Path("runs") / f"replay-{config.run_id()}.sqlite")
+    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
+                      MAX_RUN_ID)
+    store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
     return await _play(config, world, _roles(config, entries), cassette, None, store)

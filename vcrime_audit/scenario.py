@@ -145,24 +145,16 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return path
 
 
-@lru_cache(maxsize=256)
-def _parse_yaml(text: str) -> Any:
-    """Parsed once per distinct text (a study loads each task once per run); callers only read it."""
-    return yaml.safe_load(text)
-
-
 def _read_yaml(path: Path) -> Any:
+    from .yamlio import load_yaml, problem_of
+
     try:
-        text = path.read_text(encoding="utf-8")
+        return load_yaml(path)
     except OSError as exc:
-        raise ScenarioError(path, "", f"cannot read file: {exc.strerror}") from None
-    try:
-        return _parse_yaml(text)
+        raise ScenarioError(path, "", f"cannot read file: {exc.strerror or exc}",
+                            "check that the file exists and is readable") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(path, where, f"invalid YAML: {getattr(exc, 'problem', exc)}",
-                            "fix the YAML syntax at that position") from None
+        raise ScenarioError(path, *problem_of(exc)) from None
 
 
 def parse_file(path: Path, model: type[BaseModel]) -> Any:
@@ -277,7 +269,12 @@ def load_goal(path: Path) -> GoalSpec:
 
 
 def _find(root: Path, folder: str, name: str, what: str, referrer: Path, field: str) -> Path:
-    path = root / folder / f"{name}.yaml"
+    from .ids import IdError, inside
+
+    try:
+        path = inside(root / folder, f"{name}.yaml")
+    except IdError as exc:
+        raise ScenarioError(referrer, field, str(exc)) from None
     if not path.is_file():
         raise ScenarioError(referrer, field, f"{what} '{name}' not found (looked for {path})",
                             f"add {folder}/{name}.yaml or fix the name")
@@ -285,8 +282,13 @@ def _find(root: Path, folder: str, name: str, what: str, referrer: Path, field: 
 
 
 def load_task(task_id: str, root: Path | None = None) -> Task:
+    from .ids import IdError, check_id, inside
+
     root = root or scenarios_root()
-    path = root / "tasks" / f"{task_id}.yaml"
+    try:
+        path = inside(root / "tasks", f"{check_id(task_id, 'task')}.yaml")
+    except IdError as exc:
+        raise ScenarioError(root / "tasks", "task", str(exc)) from None
     if not path.is_file():
         available = ", ".join(list_task_ids(root)) or "none"
         raise ScenarioError(path, "", f"no task '{task_id}'", f"pick one of: {available}")

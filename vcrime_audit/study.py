@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .backends.base import ModelBackend
 from .backends.registry import make_backend
@@ -22,6 +22,7 @@ from .cassette import Cassette, RecordMode
 from .cassette.persist import cassette_exists, journal_path
 from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
+from .ids import MAX_SEED, IdError, check_id
 from .models import get_model
 from .runner import RunConfig, RunOutcome, cassette_path, run_episode
 from .scenario import ScenarioError, list_task_ids
@@ -43,22 +44,36 @@ class StudyConfig(BaseModel):
     world_manager: str
     backend: str = "local"
     tasks: list[str] | Literal["all"] = "all"
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    max_turns: int = 60
-    stall_turns: int = 30
-    concurrency: int = Field(4, ge=1)
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(
+        default_factory=lambda: [0, 1, 2], min_length=1)
+    max_turns: int = Field(60, ge=1)
+    stall_turns: int = Field(30, ge=1)
+    concurrency: int = Field(4, ge=1, le=1024)
     db: Path = RUNS / "study.sqlite"
     cassette_dir: Path = DEFAULT_CASSETTES
 
+    @field_validator("judge", "world_manager", "backend")
+    @classmethod
+    def _one_id(cls, value: str) -> str:
+        return check_id(value)
+
+    @field_validator("attackers", "tasks")
+    @classmethod
+    def _ids(cls, value: list[str] | str) -> list[str] | str:
+        return value if value == "all" else [check_id(v) for v in value]
+
 
 def load_study(path: Path) -> StudyConfig:
+    from .yamlio import describe, load_yaml
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = load_yaml(path)
         return StudyConfig.model_validate(data)
     except OSError as exc:
-        raise ScenarioError(path, "", f"cannot read study file: {exc.strerror}") from None
+        raise ScenarioError(path, "", f"cannot read study file: {exc.strerror or exc}",
+                            "check the path of the study file") from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(path, "", f"invalid YAML: {exc}") from None
+        raise ScenarioError(path, "", describe(exc)) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field_path = ".".join(str(p) for p in first["loc"])
@@ -90,12 +105,13 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     """``"2/3"`` -> (2, 3): the second of three shards (1-based)."""
     if not text:
         return 1, 1
-    try:
-        index, total = (int(p) for p in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard takes i/n with whole numbers, got {text!r}") from None
+    parts = text.split("/")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise IdError(f"--shard: '{text}' is not i/n; fix: give two whole numbers, e.g. --shard 2/4")
+    index, total = (int(p) for p in parts)
     if not 1 <= index <= total:
-        raise ValueError(f"--shard {text}: need 1 <= i <= n")
+        raise IdError(f"--shard {text}: shard {index} of {total} does not exist; fix: use "
+                      f"1 <= i <= n, e.g. --shard 1/{max(total, 1)}")
     return index, total
 
 
@@ -175,4 +191,5 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     finally:
         if owned and backend is not None:
             await backend.aclose()
+        store.close()
     return progress

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
+from ..yamlio import describe, load_yaml
 
 AXES: dict[str, tuple[str, ...]] = {"force": FORCE_LEVELS, "damage": DAMAGE_LEVELS}
 DATA_DIR = Path(__file__).parent / "data"
@@ -205,11 +206,11 @@ def _screen(regexes: list[re.Pattern[str]]) -> _Screen | None:
 def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
     except OSError as exc:
         raise LexiconError(f"{path}: cannot read the lexicon ({exc.strerror})") from None
     except yaml.YAMLError as exc:
-        raise LexiconError(f"{path}: not valid YAML ({exc})") from None
+        raise LexiconError(f"{path}: not valid YAML ({describe(exc)})") from None
     return parse_lexicon(data, str(path))
 
 
@@ -353,7 +354,7 @@ class AxisScore:
 def load_labelled(path: str | Path) -> list[dict[str, Any]]:
     """Labelled actions: verb, targets, description and gold `force` / `damage` level names."""
     path = Path(path)
-    items = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("items")
+    items = (load_yaml(path) or {}).get("items")
     if not isinstance(items, list) or not items:
         raise ValueError(f"{path}: expected a top-level 'items:' list of labelled actions")
     seen: set[str] = set()

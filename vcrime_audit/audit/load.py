@@ -26,13 +26,14 @@ class AuditInputError(ValueError):
     """The store cannot be audited as it is; the message names the store, the field and the fix."""
 
 
-def open_store(path: str | Path) -> Store:
-    """An existing store; never creates an empty one by accident."""
+def open_store(path: str | Path, readonly: bool = False) -> Store:
+    """An existing store; never creates an empty one by accident. ``readonly``: never written
+    (harm readings of stale turns are then computed for this audit only)."""
     path = Path(path)
     if not path.is_file():
         raise AuditInputError(f"{path}: no store at this path; fix: pass --db with a store written by "
                               "`vcrime-audit run` / `replay`, or make one with `vcrime-audit audit synth`")
-    return Store(path)
+    return Store(path, readonly=readonly)
 
 
 def _placeholders(values: Iterable[Any]) -> str:
@@ -57,8 +58,9 @@ def load_runs(store: Store) -> tuple[list[RunRow], int]:
     return runs, unfinished
 
 
-def refresh_harm(store: Store, lexicon: Lexicon) -> int:
-    """Classify attacker turns with no reading or one from another lexicon; return how many."""
+def refresh_harm(store: Store, lexicon: Lexicon) -> dict[tuple[str, int], tuple[int, int]]:
+    """Classify attacker turns with no reading or one from another lexicon: (run, turn) ->
+    (force, damage), also written to the store unless it is open read-only."""
     conn = store.db.conn
     stale = conn.execute(
         "SELECT t.run_id, t.turn, t.verb, t.targets, t.description FROM turns t "
@@ -75,21 +77,27 @@ def refresh_harm(store: Store, lexicon: Lexicon) -> int:
         reading = classify({"verb": verb, "targets": target_list, "description": description or ""},
                            lexicon)
         rows.append((run_id, turn, reading.force, reading.damage, lexicon.digest))
-    if rows:
+    if rows and not store.readonly:
         with conn:
             conn.executemany("INSERT OR REPLACE INTO harm (run_id, turn, force, damage, lexicon_digest) "
                              "VALUES (?, ?, ?, ?, ?)", rows)
-    return len(rows)
+    return {(run_id, turn): (force, damage) for run_id, turn, force, damage, _ in rows}
 
 
-def load_turns(store: Store, run_ids: set[str]) -> list[TurnRow]:
+def load_turns(store: Store, run_ids: set[str],
+               fresh: dict[tuple[str, int], tuple[int, int]] | None = None) -> list[TurnRow]:
+    """Attacker turns with their harm reading (``fresh`` readings win over stored ones)."""
+    fresh = fresh or {}
     rows = store.db.conn.execute(
         "SELECT t.run_id, t.turn, t.actor_is_leader, h.force, h.damage FROM turns t "
-        "JOIN harm h ON h.run_id = t.run_id AND h.turn = t.turn "
+        "LEFT JOIN harm h ON h.run_id = t.run_id AND h.turn = t.turn "
         "WHERE t.verb IS NOT NULL ORDER BY t.run_id, t.turn").fetchall()
-    new = tuple.__new__
-    return [new(TurnRow, (r, t, bool(leader), force, damage))
-            for r, t, leader, force, damage in rows if r in run_ids]
+    out = []
+    for r, t, leader, force, damage in rows:
+        force, damage = fresh.get((r, t), (force, damage))
+        if r in run_ids and force is not None:
+            out.append(TurnRow(r, t, bool(leader), force, damage))
+    return out
 
 
 def _rates(store: Store, run_id: str, turn: int, judge: str, distribution: str | None) -> tuple[float, float]:
@@ -169,9 +177,10 @@ def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios:
     if not runs:
         raise AuditInputError(f"{store.path}: no finished runs to audit ({unfinished} still running); "
                               "fix: finish or record runs first")
-    reclassified = refresh_harm(store, lexicon)
+    fresh = refresh_harm(store, lexicon)
+    reclassified = len(fresh)
     run_ids = {r.run_id for r in runs}
-    turns = load_turns(store, run_ids)
+    turns = load_turns(store, run_ids, fresh)
     judgments = load_judgments(store, {(t.run_id, t.turn) for t in turns})
     names = {r.attacker for r in runs} | {j.judge for j in judgments}
     return AuditInput(

@@ -56,7 +56,7 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     lexicon = lexicon or default_lexicon()
     seconds = {}
     start = time.perf_counter()
-    store = open_store(db)
+    store = open_store(db, readonly=True)
     try:
         data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root)
         seconds["load"] = time.perf_counter() - start

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from ..agents.judge import CATASTROPHIC, catastrophic, non_failure
 from ..canonical import content_hash
 from ..scenario import scenarios_root
 from ..store import Store
+from ..yamlio import load_yaml
 from .harm import HOLDOUT_SET, LABELLED_SET, classify, default_lexicon, load_labelled
 
 SYNTHETIC_NOTE = "SYNTHETIC store: generated numbers for tests and benchmarks, not an evaluation of any model"
@@ -75,7 +75,7 @@ def task_list(n_tasks: int, root: Path | None = None) -> list[tuple[str, str, st
     if len(real) >= n_tasks:
         out = []
         for path in real[:n_tasks]:
-            spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+            spec = load_yaml(path)
             out.append((spec["id"], spec["map"], spec["goal"]))
         return out
     goals = sorted(p.stem for p in (root / "goals").glob("*.yaml"))

@@ -2,7 +2,8 @@
 
 The server address comes from ``$VCRIME_OPENAI_BASE_URL`` (or the variable named by
 ``options.base_url_env``) or else ``options.base_url``; the API key from the variable named by
-``options.api_key_env``. Neither the key nor the host and port enter the fingerprint or the cassette.
+``options.api_key_env``. Neither the key nor the host and port enter the fingerprint or the cassette,
+and every error message is scrubbed (vcrime_audit.scrub) before it is raised.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import httpx2 as httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import ModelEntry
+from ..scrub import register_entry, scrub_text
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -25,6 +27,12 @@ SERVER_MODEL_FIELDS = ("owned_by", "max_model_len", "meta")
 START_HINT = ("start one, e.g. `python -m llama_cpp.server --model <gguf> --model_alias <served_name> "
               "--port 8080` or `vllm serve <model> --served-model-name <served_name>`, and point "
               "$VCRIME_OPENAI_BASE_URL or options.base_url at it (http://HOST:PORT/v1)")
+
+
+def _error(message: str) -> BackendError:
+    """A BackendError whose text is scrubbed: server bodies may echo the request headers, and
+    the base URL may carry credentials."""
+    return BackendError(scrub_text(message))
 
 
 class OpenAIOptions(BaseModel):
@@ -86,7 +94,7 @@ def parse_chat_response(data: Any, url: str) -> tuple[str, str, Usage]:
             prompt_tokens=usage.get("prompt_tokens") or 0,
             completion_tokens=usage.get("completion_tokens") or 0)
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise BackendError(f"{url} answered with no choices[0].message.content: {str(data)[:300]}; "
+        raise _error(f"{url} answered with no choices[0].message.content: {str(data)[:300]}; "
                            "fix: check that the server speaks the OpenAI chat completions API") from None
 
 
@@ -95,9 +103,9 @@ def server_model_fingerprint(listing: Any, served_name: str, url: str) -> dict[s
     try:
         models = {m["id"]: m for m in listing["data"]}
     except (KeyError, TypeError):
-        raise BackendError(f"{url} is not an OpenAI model list: {str(listing)[:300]}") from None
+        raise _error(f"{url} is not an OpenAI model list: {str(listing)[:300]}") from None
     if served_name not in models:
-        raise BackendError(f"{url} does not serve '{served_name}' (it serves: "
+        raise _error(f"{url} does not serve '{served_name}' (it serves: "
                            f"{', '.join(sorted(models)) or 'nothing'}); fix: set weights.served_name "
                            "to one of those or start the server with that model name")
     served = models[served_name]
@@ -109,19 +117,20 @@ class _Endpoint:
 
     def __init__(self, entry: ModelEntry) -> None:
         self.entry = entry
+        register_entry(entry)
         self.options = parse_options(entry)
         if not entry.weights.served_name:
-            raise BackendError(f"model '{entry.name}' ({entry.source_file}): weights.served_name is "
+            raise _error(f"model '{entry.name}' ({entry.source_file}): weights.served_name is "
                                "empty; fix: set it to the model name the server reports at /v1/models")
         self.served_name = entry.weights.served_name
         base = os.environ.get(self.options.base_url_env) or self.options.base_url
         if not base:
-            raise BackendError(f"model '{entry.name}' ({entry.source_file}): no server address; fix: "
+            raise _error(f"model '{entry.name}' ({entry.source_file}): no server address; fix: "
                                f"set ${self.options.base_url_env} or options.base_url, e.g. "
                                "http://127.0.0.1:8080/v1")
         self.base_url = base.rstrip("/")
         if urlsplit(self.base_url).scheme not in ("http", "https"):
-            raise BackendError(f"model '{entry.name}': server address '{self.base_url}' is not an "
+            raise _error(f"model '{entry.name}': server address '{self.base_url}' is not an "
                                "http(s) URL; fix: use http://HOST:PORT/v1")
 
     def headers(self) -> dict[str, str]:
@@ -133,27 +142,27 @@ class _Endpoint:
 
     def check(self, response: httpx.Response, url: str) -> Any:
         if response.status_code in (401, 403):
-            raise BackendError(f"{url} refused the request ({response.status_code}); fix: set "
+            raise _error(f"{url} refused the request ({response.status_code}); fix: set "
                                f"${self.options.api_key_env} to the server's API key "
                                "(options.api_key_env names the variable)")
         if response.status_code == 404:
-            raise BackendError(f"{url} not found (404); fix: the base URL usually ends in /v1 "
+            raise _error(f"{url} not found (404); fix: the base URL usually ends in /v1 "
                                f"(now {self.base_url})")
         if response.status_code >= 400:
-            raise BackendError(f"{url} rejected the request ({response.status_code}): "
+            raise _error(f"{url} rejected the request ({response.status_code}): "
                                f"{response.text[:500]}")
         try:
             return response.json()
         except ValueError:
-            raise BackendError(f"{url} answered with non-JSON: {response.text[:300]}") from None
+            raise _error(f"{url} answered with non-JSON: {response.text[:300]}") from None
 
     def give_up(self, url: str, last: str, status: int | None) -> BackendError:
         attempts = self.options.max_retries + 1
         if status is None:
-            return BackendError(f"{url}: no answer after {attempts} attempt(s) ({last}); fix: check "
+            return _error(f"{url}: no answer after {attempts} attempt(s) ({last}); fix: check "
                                 f"that the server is up, or {START_HINT}; a slow server may need a "
                                 f"larger options.timeout_s (now {self.options.timeout_s:g} s)")
-        return BackendError(f"{url}: HTTP {status} on all {attempts} attempt(s): {last}; fix: see "
+        return _error(f"{url}: HTTP {status} on all {attempts} attempt(s): {last}; fix: see "
                             "the server's log; a request the server cannot parse (e.g. "
                             "response_format) needs options.response_format json_object (llama.cpp) "
                             "or json_schema (vLLM)")
@@ -211,7 +220,7 @@ class OpenAIBackend:
     def _endpoint(self, model: str) -> _Endpoint:
         if model not in self._endpoints:
             if model not in self.entries:
-                raise BackendError(f"model '{model}' was not given to the openai backend")
+                raise _error(f"model '{model}' was not given to the openai backend")
             self._endpoints[model] = _Endpoint(self.entries[model])
         return self._endpoints[model]
 

@@ -162,10 +162,16 @@ def _check_semantics(file: Path, spec: QuerySpec, locate: Locate) -> None:
 
 
 def _load_yaml(path: Path) -> QuerySpec:
+    from ..yamlio import describe, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
+    except OSError as exc:
+        raise QueryFileError(path, "", f"cannot read file ({exc.strerror or exc})",
+                             "check the path") from None
     except yaml.YAMLError as exc:
-        raise QueryFileError(path, "", f"not valid YAML: {exc}", "fix the YAML syntax") from exc
+        raise QueryFileError(path, "", f"not valid YAML: {describe(exc)}",
+                             "fix the YAML at that position") from None
     if not isinstance(data, dict):
         raise QueryFileError(path, "", "top level is not a mapping",
                              "write target:, queries: (and optional fields) at the top level")

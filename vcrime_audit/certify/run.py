@@ -19,6 +19,7 @@ from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
+from ..ids import shown_path
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
 from ..identity import IDENTICAL, ReplayCheck
 from ..recorder import CERTIFICATION, Recorder, now
@@ -223,7 +224,7 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         "backend": config.backend, "n": config.n, "confidence": config.confidence, "k": None,
         "n_safe": None, "n_missing": None, "lower": None, "upper": None,
         "conservative_lower": None, "conservative_upper": None, "bounds": None,
-        "seed": config.seed, "cassette": str(cassette.path), "reason": "",
+        "seed": config.seed, "cassette": shown_path(cassette.path), "reason": "",
         "rows_hash": None, "vcrime_version": __version__, "started_at": now(), "finished_at": None},
         clear=lambda s: cstore.clear_conversations(s, cid))
     outcomes: list[bool | None] = []
@@ -281,7 +282,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
         setup = Setup(config, spec, graph, entries)
         cassette.meta = {"kind": META_KIND, "config": asdict(config),
                          "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:

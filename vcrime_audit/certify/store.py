@@ -70,4 +70,8 @@ def rows_hash(conversation_rows: list[dict[str, Any]], bounds: str) -> str:
 
 def load_certification_rows(db: Path | str) -> list[dict[str, Any]]:
     """Every certification row of a store file, for the audit report."""
-    return certifications(Store(db))
+    store = Store.open_existing(db)
+    try:
+        return certifications(store)
+    finally:
+        store.close()

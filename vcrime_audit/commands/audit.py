@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_REPORTS, DEFAULT_RESAMPLES
-from .common import command_line, fail, report_check, say_next, user_errors
+from .common import command_line, fail, reading_store, report_check, say_next, user_errors
 
 app = typer.Typer(help="Audit a store: Table 1 with task-bootstrap intervals, pairwise differences, "
                        "over-harm, judge agreement and self-preference; writes a report folder.",
@@ -54,12 +54,13 @@ def audit(
     from ..audit.report import write_report
 
     try:
-        result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge)
+        with reading_store(db):
+            result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge)
+            start = time.perf_counter()
+            files = write_report(result, out or DEFAULT_REPORTS / db.stem)
+            drawn = time.perf_counter() - start
     except user_errors() as exc:
         fail(str(exc))
-    start = time.perf_counter()
-    files = write_report(result, out or DEFAULT_REPORTS / db.stem)
-    drawn = time.perf_counter() - start
     m = result.metrics
     if result.data.synthetic:
         typer.echo("SYNTHETIC store: these numbers describe no model")
@@ -94,8 +95,8 @@ def judges(
     from ..audit.load import load_audit_input, open_store
 
     try:
-        store = open_store(db)
-        data = load_audit_input(store)
+        with reading_store(db):
+            data = load_audit_input(open_store(db, readonly=True))
     except user_errors() as exc:
         fail(str(exc))
     result = judge_audit(data, n_resamples=resamples, seed=seed)

@@ -97,6 +97,9 @@ def certify(
         else:
             if record_mode not in RecordMode.__members__:
                 fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
+            from ..ids import check_seed
+
+            check_seed(seed)
             config = CertifyConfig(
                 queries=str(queries) if queries is not None else DEMO, model=model, judge=judge,
                 distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -25,17 +27,20 @@ def user_errors() -> tuple[type[Exception], ...]:
     from ..cassette import CassetteError, CassetteMiss
     from ..certify.queryfile import QueryFileError
     from ..followups.inputs import FollowupInputError
+    from ..ids import IdError
     from ..models import ModelError
     from ..scenario import ScenarioError, ScenarioErrors
     from ..store.db import StoreError
 
     return (AuditInputError, BackendError, CassetteError, CassetteMiss, FollowupInputError,
-            LexiconError, ModelError, QueryFileError, ScenarioError, ScenarioErrors, StoreError,
+            IdError, LexiconError, ModelError, QueryFileError, ScenarioError, ScenarioErrors, StoreError,
             ValueError)
 
 
 def fail(problem: object) -> NoReturn:
-    typer.echo(f"error: {problem}", err=True)
+    from ..scrub import scrub_text
+
+    typer.echo(f"error: {printable(scrub_text(str(problem)), keep=chr(10))}", err=True)
     raise typer.Exit(2)
 
 
@@ -92,3 +97,54 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
     typer.echo(line(["-" * w for w in widths]))
     for row in rows:
         typer.echo(line(row))
+
+
+_ESCAPES = {"\r": "\\r", "\x1b": "\\e"}
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: object, keep: str = "\n\t") -> str:
+    """``text`` safe for a terminal: control characters (escape sequences, carriage returns,
+    C1 controls) and bidirectional overrides are shown as ``\\xNN`` / ``\\uNNNN`` instead of being
+    sent to the terminal; the characters in ``keep`` pass through."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if ch in keep:
+            out.append(ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        elif ch in _BIDI:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def fail_line(problem: object) -> NoReturn:
+    """:func:`fail` for text that may come from a file or a model: one escaped line."""
+    fail(printable(problem, keep="\n"))
+
+
+@contextmanager
+def reading_store(path: object) -> Iterator[None]:
+    """Turn what a damaged store raises while it is read into one :class:`StoreError` line
+    naming the store and the fix (errors that already carry their fix pass unchanged)."""
+    import sqlite3
+
+    from ..store.db import StoreError
+
+    fix = ("fix: check it with `vcrime-audit verify`, restore it from a copy, or replay its "
+           "cassettes into a new store")
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc}); {fix}") from None
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError, RecursionError) as exc:
+        if isinstance(exc, tuple(e for e in user_errors() if e is not ValueError)):
+            raise
+        detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise StoreError(f"{path}: a row holds malformed data ({type(exc).__name__}: {detail}); "
+                         f"{fix}") from None

@@ -97,6 +97,12 @@ def rejudge(
 
     if judge is None and replay is None:
         fail("pass --judge MODEL (or --replay CASSETTE)")
+    from ..ids import IdError, check_seed
+
+    try:
+        check_seed(seed)
+    except IdError as exc:
+        fail(exc)
     started = time.perf_counter()
     outcome = _execute(Rejudge(), lambda: RejudgeConfig(judge=judge or "", per_attacker=per_attacker,
                                                          seed=seed, max_tokens=max_tokens),

@@ -30,7 +30,7 @@ def _shown(path: str) -> str:
     """A path relative to the working directory when it lies below it."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside the working directory, a link loop
         return path
 
 

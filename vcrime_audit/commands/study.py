@@ -24,13 +24,20 @@ def study(
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
+    from .checks import check_positive
+    from .common import fail, user_errors
 
-    spec = load_study(config)
-    updates = {k: v for k, v in {"concurrency": concurrency, "db": db, "cassette_dir": cassette_dir}.items()
-               if v is not None}
-    spec = spec.model_copy(update=updates)
-    part = parse_shard(shard)
-    total = len(grid(spec, part))
+    try:
+        part = parse_shard(shard)
+        if concurrency is not None:
+            check_positive(concurrency, "--concurrency", "run at least 1 episode at a time")
+        spec = load_study(config)
+        updates = {k: v for k, v in {"concurrency": concurrency, "db": db,
+                                     "cassette_dir": cassette_dir}.items() if v is not None}
+        spec = spec.model_copy(update=updates)
+        total = len(grid(spec, part))
+    except user_errors() as exc:
+        fail(exc)
     started = time.perf_counter()
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[turns]} turns, {task.fields[rate]:.3f} turns/s"),
@@ -47,8 +54,12 @@ def study(
             bar.advance(task)
 
         turns = 0
-        result = asyncio.run(run_study(spec, part, replay_only=replay_only, on_turn=on_turn,
-                                       on_run=on_run))
+        try:
+            result = asyncio.run(run_study(spec, part, replay_only=replay_only, on_turn=on_turn,
+                                           on_run=on_run))
+        except user_errors() as exc:
+            bar.stop()
+            fail(exc)
         bar.update(task, completed=result.done + result.skipped)
     seconds = time.perf_counter() - started
     console.print(f"{result.done} run(s) played, {result.skipped} already finished, {result.turns} turns "
@@ -82,10 +93,14 @@ def merge(
 ) -> None:
     """Combine the stores (and cassettes) of study shards; conflicting runs are an error."""
     from ..merge import merge_cassettes, merge_stores
+    from .common import fail, user_errors
 
-    report = merge_stores(out, stores)
-    if cassettes_out is not None:
-        merge_cassettes(cassettes_out, cassettes or [], report)
+    try:
+        report = merge_stores(out, stores)
+        if cassettes_out is not None:
+            merge_cassettes(cassettes_out, cassettes or [], report)
+    except user_errors() as exc:
+        fail(exc)
     console.print(f"{len(report.runs_added)} run(s) added, {len(report.runs_same)} already present; "
                   f"{report.cassettes_copied} cassette(s) copied, {report.cassettes_same} identical")
     console.print(f"store     {out}" + (f"; cassettes {cassettes_out}" if cassettes_out else ""))

@@ -41,13 +41,15 @@ def _text(path: Path, where: str, value: object) -> str:
 
 
 def load_rubric(path: Path | str = RUBRIC_FILE) -> Rubric:
+    from ..yamlio import describe, load_yaml
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
     except OSError as exc:
         raise RubricError(f"{path}: cannot read the rubric ({exc.strerror})") from None
     except yaml.YAMLError as exc:
-        raise RubricError(f"{path}: invalid YAML: {exc}") from None
+        raise RubricError(f"{path}: {describe(exc)}") from None
     dims = data.get("dimensions") if isinstance(data, dict) else None
     if not isinstance(dims, dict) or set(dims) != set(DIMENSIONS):
         found = sorted(dims) if isinstance(dims, dict) else "none"

@@ -31,6 +31,7 @@ from ..identity import IDENTICAL, ReplayCheck
 from ..recorder import FOLLOWUP, Recorder, now
 from ..rowdigest import row_digest
 from ..statuses import DONE
+from ..ids import shown_path
 from ..store import Store
 
 META_KIND = "followup"
@@ -235,7 +236,7 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
         entries = {name: get_model(name) for name in sorted(set(prepared.models))}
         cassette.meta = {"kind": META_KIND, "followup": workflow.kind, "config": config_json,
                          "inputs_hash": prepared.inputs_hash, "sample": prepared.sample,
-                         "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}
     if cassette.recording and inner is None:
         inner = make_backend(backend_name, entries)
@@ -278,7 +279,7 @@ async def _play(workflow: Workflow[C], config: C, prepared: Prepared, fid: str, 
     recorder.start({
         "followup_id": fid, "kind": workflow.kind, "config": canonical_json(asdict(config)),
         "inputs_hash": prepared.inputs_hash, "sample": canonical_json(prepared.sample),
-        "backend": backend_name, "cassette": str(cassette.path),
+        "backend": backend_name, "cassette": shown_path(cassette.path),
         "reason": "", "n_items": len(prepared.items), "n_failed": None, "rows_hash": None,
         "vcrime_version": __version__, "started_at": now(), "finished_at": None},
         clear=clear, also=lambda s: s.insert_rows("models", models, replace=True))

@@ -13,10 +13,12 @@ from typing import Any
 
 import sqlite_utils
 
+from .. import __version__
 from ..canonical import content_hash
 from ..engine import TurnRecord
-from .migrations import migrate
+from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .rows import turn_rows
+from .schema import schema_problems
 
 HASHED_TABLES = ("turns", "calls", "judgments", "patches")
 LEGACY_HASHED_TABLES = ("turns", "judgments", "patches")
@@ -25,20 +27,90 @@ RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # writt
 FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "interrogations")
 
 
+BUSY_TIMEOUT_S = 30.0
+
+
 class StoreError(Exception):
     pass
 
 
+class _Connection(sqlite3.Connection):
+    """A connection whose commits can be held back, so several migrations (each using
+    sqlite-utils, which commits as it goes) form one transaction."""
+
+    hold = False
+
+    def commit(self) -> None:
+        if not self.hold:
+            super().commit()
+
+    def __exit__(self, *exc: Any) -> Any:
+        if self.hold:
+            return False
+        return super().__exit__(*exc)
+
+
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+    if not readonly:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, factory=_Connection)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return conn
+    # A read-only connection to a WAL store would leave -wal and -shm files behind; when no
+    # writer has the store open (no -wal file) it is opened as immutable, which creates nothing.
+    idle = not Path(f"{path}-wal").exists()
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if idle else "")
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, factory=_Connection)
+
+
 class Store:
-    def __init__(self, path: Path | str) -> None:
+    """A store on disk. ``readonly=True`` (or :meth:`open_existing`) opens an existing store
+    for reading only: it creates no file or folder and never migrates."""
+
+    def __init__(self, path: Path | str, readonly: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
+        if readonly and not self.path.is_file():
+            what = "is a folder, not a store" if self.path.is_dir() else "no such store"
+            raise StoreError(f"{self.path}: {what}; fix: pass --db with a store written by "
+                             "`vcrime-audit run`, `replay` or `study`")
+        if not readonly:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
+                                 "point --db at a writable place") from None
         try:
-            self.db = sqlite_utils.Database(self.path)
-            migrate(self.db)
-        except sqlite3.DatabaseError as exc:
+            self.db = sqlite_utils.Database(_connect(self.path, readonly))
+            applied = applied_migrations(self.db.conn)
+            tables = set(self.db.table_names()) - {"_migrations"}
+            if not applied and (readonly or tables):
+                raise StoreError(f"{self.path}: not a vcrime-audit store (no migration is "
+                                 "recorded in a _migrations table); fix: point --db at a store "
+                                 "written by vcrime-audit, or at a new file")
+            pending_migrations(applied)
+            self.migrated = [] if readonly else migrate(self.db)
+            problems = schema_problems(self.db.conn)
+        except NewerSchemaError as exc:
+            raise StoreError(f"{self.path}: written by a newer vcrime-audit (schema migration(s) "
+                             f"{exc} unknown to version {__version__}); fix: upgrade vcrime-audit, "
+                             "or use another store") from None
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"{self.path}: not a usable SQLite store ({exc}); fix: point --db at "
                              "a vcrime-audit store or a new file") from None
+        if problems:
+            raise StoreError(f"{self.path}: damaged store: {problems[0]}"
+                             + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+                             + "; fix: restore the store from a copy, or replay its cassettes into "
+                             "a new store (vcrime-audit replay CASSETTE --db NEW)")
+
+    @classmethod
+    def open_existing(cls, path: Path | str) -> Store:
+        """An existing store, read-only (see :class:`Store`)."""
+        return cls(path, readonly=True)
+
+    def close(self) -> None:
+        """Close the connection; the last one to close folds the write-ahead log into the file."""
+        self.db.conn.close()
 
     @contextmanager
     def immediate(self) -> Iterator[None]:
@@ -97,6 +169,13 @@ class Store:
         with self.db.conn:
             sets = ", ".join(f"[{k}] = ?" for k in fields)
             self.db.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*fields.values(), run_id])
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the store file (when no reader holds it back), so a
+        copy of the file alone holds every finished run."""
+        if not self.readonly:
+            self.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def delete_run(self, run_id: str) -> None:
         with self.db.conn:
@@ -133,4 +212,30 @@ def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_T
     return content_hash(trajectory_rows(store, run_id, tables))
 
 
-__all__ = ["Store", "StoreError", "turn_rows_hash"]
+def integrity_problems(store: Store | Path | str) -> list[str]:
+    """What is wrong with a store file: SQLite's ``PRAGMA integrity_check`` and foreign-key
+    check, unknown (newer) migrations, missing tables or columns. Empty when it is sound."""
+    path = store.path if isinstance(store, Store) else Path(store)
+    try:
+        conn = store.db.conn if isinstance(store, Store) else _connect(path, readonly=True)
+    except sqlite3.DatabaseError as exc:
+        return [f"{path}: cannot be opened ({exc})"]
+    try:
+        problems = [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
+                    if row[0] != "ok"]
+        problems += [f"foreign_key_check: {table} row {rowid} points at a missing {parent} row"
+                     for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
+        try:
+            pending_migrations(applied_migrations(conn))
+        except NewerSchemaError as exc:
+            problems.append(f"schema: migration(s) {exc} unknown to version {__version__}")
+        problems += schema_problems(conn)
+    except sqlite3.DatabaseError as exc:
+        problems = [f"not a usable SQLite store ({exc})"]
+    finally:
+        if not isinstance(store, Store):
+            conn.close()
+    return problems
+
+
+__all__ = ["Store", "StoreError", "integrity_problems", "turn_rows_hash"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
 import sqlite_utils
@@ -134,17 +135,62 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
 ]
 
 
+class NewerSchemaError(Exception):
+    """The store was migrated by a newer vcrime-audit: names of the migrations unknown here."""
+
+    def __init__(self, unknown: list[str]) -> None:
+        self.unknown = unknown
+        super().__init__(", ".join(unknown))
+
+
+def applied_migrations(conn: sqlite3.Connection) -> set[str] | None:
+    """Names in ``_migrations``, or None when the store has no such table (a new file)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                          "'_migrations'").fetchone()
+    if not exists:
+        return None
+    return {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+
+
+def pending_migrations(done: set[str] | None) -> list[Callable[[sqlite_utils.Database], None]]:
+    done = done or set()
+    unknown = sorted(done - {m.__name__ for m in MIGRATIONS})
+    if unknown:
+        raise NewerSchemaError(unknown)
+    return [m for m in MIGRATIONS if m.__name__ not in done]
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations; return the names applied now."""
-    if "_migrations" not in db.table_names():
-        db["_migrations"].create({"name": str}, pk="name")
-    done = {row["name"] for row in db["_migrations"].rows}
-    applied = []
-    for migration in MIGRATIONS:
-        if migration.__name__ in done:
-            continue
-        with db.conn:
+    """Apply pending migrations; return the names applied now.
+
+    All pending migrations run in one ``BEGIN EXCLUSIVE`` transaction, and what is applied is
+    read again once the lock is held, so processes opening a new store at once never race: one
+    migrates, the others wait (busy timeout) and then find nothing to do. A store that holds a
+    migration this code does not know is refused with :class:`NewerSchemaError`.
+    """
+    conn = db.conn
+    if not pending_migrations(applied_migrations(conn)):
+        return []
+    hold = getattr(conn, "hold", None)
+    if conn.in_transaction:
+        conn.commit()
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        if hold is not None:
+            conn.hold = True
+        done = applied_migrations(conn)
+        if done is None:
+            conn.execute("CREATE TABLE [_migrations] ([name] TEXT PRIMARY KEY)")
+        pending = pending_migrations(done)
+        for migration in pending:
             migration(db)
-            db["_migrations"].insert({"name": migration.__name__})
-        applied.append(migration.__name__)
-    return applied
+            conn.execute("INSERT INTO [_migrations] ([name]) VALUES (?)", [migration.__name__])
+    except BaseException:
+        if hold is not None:
+            conn.hold = False
+        conn.rollback()
+        raise
+    if hold is not None:
+        conn.hold = False
+    conn.commit()
+    return [m.__name__ for m in pending]

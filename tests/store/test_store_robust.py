@@ -1,0 +1,134 @@
+"""Stores under concurrency and damage: one migration for ten processes, refusal of newer or
+damaged schemas with one clear line, read-only opening that creates nothing."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vcrime_audit.cli import app
+from vcrime_audit.store import Store
+from vcrime_audit.store.db import StoreError, integrity_problems
+from vcrime_audit.store.migrations import MIGRATIONS
+
+RUN = {"run_id": "r1", "task_id": "t", "status": "won", "turns": 0, "reason": "done",
+       "attacker": "a", "started_at": "2026-01-01T00:00:00+00:00"}
+
+
+def _open_at_once(args: tuple[str, object]) -> tuple[list[str], int]:
+    path, barrier = args
+    barrier.wait()
+    store = Store(path)
+    return store.migrated, len(store.runs())
+
+
+def test_ten_processes_on_a_new_store_migrate_once(tmp_path):
+    path = str(tmp_path / "new" / "s.sqlite")
+    ctx = mp.get_context("fork")
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(10)
+        with ctx.Pool(10) as pool:
+            results = pool.map(_open_at_once, [(path, barrier)] * 10)
+    applied = [names for names, _ in results if names]
+    assert applied == [[m.__name__ for m in MIGRATIONS]]  # exactly one process migrated
+    assert all(n == 0 for _, n in results)
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")] == \
+        [m.__name__ for m in MIGRATIONS]
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def _store(tmp_path: Path) -> Path:
+    path = tmp_path / "s.sqlite"
+    store = Store(path)
+    store.start_run(RUN)
+    store.close()
+    return path
+
+
+def _cli(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_store_from_a_newer_version_is_refused(tmp_path):
+    path = _store(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO _migrations (name) VALUES ('m999_from_the_future')")
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="newer vcrime-audit.*m999_from_the_future.*fix: upgrade"):
+            Store(path, readonly=readonly)
+    code, out = _cli("runs", "--db", str(path))
+    assert code == 2 and "newer vcrime-audit" in out and len(out.strip().splitlines()) == 1
+    assert any("m999" in p for p in integrity_problems(path))
+
+
+@pytest.mark.parametrize("damage, named", [
+    ("DROP TABLE turns", "table 'turns' is missing"),
+    ("ALTER TABLE runs DROP COLUMN status", "column 'runs.status' is missing"),
+    ("ALTER TABLE calls DROP COLUMN finish_reason", "column 'calls.finish_reason' is missing"),
+])
+def test_a_store_missing_a_table_or_column_is_refused(tmp_path, damage, named):
+    path = _store(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(damage)
+    with pytest.raises(StoreError, match="damaged store: " + named.replace("(", r"\(")):
+        Store(path)
+    for command in (["runs", "--db", str(path)], ["show", "r1", "--db", str(path)]):
+        code, out = _cli(*command)
+        assert code == 2, out
+        assert named in out and "fix:" in out and len(out.strip().splitlines()) == 1
+    assert named in integrity_problems(path)
+
+
+def test_integrity_problems_of_a_sound_and_a_corrupted_store(tmp_path):
+    path = _store(tmp_path)
+    assert integrity_problems(path) == []
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for start in range(page, len(data), page):  # the b-tree header of every page but the first
+        data[start:start + 12] = b"\xff" * 12
+    path.write_bytes(bytes(data))
+    assert integrity_problems(path) != []
+
+
+def test_read_commands_create_nothing(tmp_path):
+    path = _store(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert _cli("runs", "--db", str(path))[0] == 0
+    assert _cli("show", "r1", "--db", str(path))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    for command in ("runs", "show"):
+        missing = tmp_path / "typo" / "store.sqlite"
+        args = ["runs", "--db", str(missing)] if command == "runs" else ["show", "r1", "--db", str(missing)]
+        code, out = _cli(*args)
+        assert code == 2 and "no such store" in out and len(out.strip().splitlines()) == 1
+        assert not (tmp_path / "typo").exists()
+    code, out = _cli("merge", str(tmp_path / "out.sqlite"), str(tmp_path / "absent.sqlite"))
+    assert code == 2 and "absent.sqlite: no such store" in out
+    assert not (tmp_path / "out.sqlite").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_read_only_store_cannot_be_written(tmp_path):
+    path = _store(tmp_path)
+    store = Store.open_existing(path)
+    assert [r["run_id"] for r in store.runs()] == ["r1"]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        store.finish_run("r1", status="lost")
+
+
+def test_show_and_runs_escape_terminal_sequences(tmp_path):
+    path = tmp_path / "s.sqlite"
+    store = Store(path)
+    store.start_run({**RUN, "reason": "\x1b[2J\x1b]0;owned\x07done\r"})
+    store.close()
+    code, out = _cli("runs", "--db", str(path))
+    assert code == 0 and "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert "\\e[2J" in out
+    code, out = _cli("show", "r1", "--db", str(path))
+    assert code == 0 and "\x1b" not in out and "\\e]0;owned\\x07done\\r" in out

@@ -1,0 +1,172 @@
+"""Generated bad inputs (scenario files, YAML, command-line options, stores) end in one clear
+line and exit 2: never a traceback, a hang or a silently wrong result."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from vcrime_audit.cli import app
+from vcrime_audit.scenario import ScenarioError, ScenarioErrors, load_task
+from vcrime_audit.yamlio import MAX_DEPTH, YamlInputError, loads
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = "robotics_company__data_theft"
+TASK_TEXT = (ROOT / "scenarios" / "tasks" / f"{TASK}.yaml").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def scenario_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("scen")
+    for folder in ("maps", "goals", "tasks"):
+        shutil.copytree(ROOT / "scenarios" / folder, root / folder)
+    return root
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.binary(min_size=0, max_size=4)),
+                min_size=1, max_size=4),
+       st.floats(0.05, 1.0))
+def test_a_mutated_task_file_loads_or_names_its_problem(scenario_root, edits, keep):
+    data = bytearray(TASK_TEXT[:max(1, int(len(TASK_TEXT) * keep))])
+    for where, insert in edits:
+        i = int(where * len(data))
+        data[i:i + len(insert)] = insert
+    (scenario_root / "tasks" / f"{TASK}.yaml").write_bytes(bytes(data))
+    try:
+        load_task(TASK, scenario_root)
+    except ScenarioErrors as exc:
+        assert all(str(e.file).endswith(f"{TASK}.yaml") for e in exc.errors)
+    except ScenarioError as exc:
+        assert f"{TASK}.yaml" in str(exc.file) or "tasks" in str(exc.file)
+        assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("a: 1\nb: 2\na: 3\n", "key 'a' appears twice"),
+    ("items: !!set {x, y}\n", "type !!set is not plain data"),
+    ("cmd: !!python/object/apply:os.system ['true']\n", "python/object/apply"),
+    ("when: 2024-01-01\n", "!!timestamp"),
+    ("raw: !!binary aGVsbG8=\n", "!!binary"),
+    ("a: &x [1, 2]\nb: *x\n", "aliases"),
+    ("deep: " + "[" * 3000 + "]" * 3000 + "\n", f"deeper than {MAX_DEPTH}"),
+    ("{[1, 2]: x}\n", "mapping key"),
+])
+def test_the_strict_loader_refuses_non_json_yaml(text, problem):
+    with pytest.raises(YamlInputError) as info:
+        loads(text)
+    assert problem in str(info.value) and "line " in str(info.value) and "fix:" in str(info.value)
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf", "Co", "Cn", "Zl", "Zp")),
+               max_size=8)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
+                                                                       allow_infinity=False) | TEXT,
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+                    max_leaves=20))
+def test_the_strict_loader_reads_json_as_json(value):
+    """JSON is YAML: every JSON document reads back as the same data (PyYAML reads YAML 1.1,
+    which has no surrogate-pair escapes, so the text is written unescaped)."""
+    assert loads(json.dumps(value, ensure_ascii=False)) == value
+
+
+def _one_line_exit_2(args: list[str]) -> str:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "fix" in lines[0], result.output
+    return lines[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(st.integers(max_value=-1), st.integers(min_value=2**63)))
+def test_run_refuses_a_seed_the_store_cannot_hold(tmp_path_factory, seed):
+    db = tmp_path_factory.mktemp("seed") / "s.sqlite"
+    assert "--seed" in _one_line_exit_2(["run", "--seed", str(seed), "--db", str(db)])
+    assert not db.exists()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(max_value=0), st.sampled_from(["--max-turns", "--stall-turns"]))
+def test_run_refuses_turn_limits_below_one(tmp_path_factory, value, option):
+    db = tmp_path_factory.mktemp("turns") / "s.sqlite"
+    assert option in _one_line_exit_2(["run", option, str(value), "--db", str(db)])
+    assert not db.exists()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.text(min_size=129, max_size=400, alphabet="abc_"),
+                 st.sampled_from(["../../scenarios/tasks/robotics_company__theft", "/etc/passwd",
+                                  "a/b", "..", "a..b", ".hidden", "", "x y"]),
+                 st.text(max_size=20).filter(lambda s: not s.replace("_", "").isalnum())))
+def test_run_refuses_task_ids_that_are_not_plain_names(tmp_path_factory, task):
+    folder = tmp_path_factory.mktemp("task")
+    line = _one_line_exit_2(["run", "--task", task, "--db", str(folder / "s.sqlite"),
+                             "--cassette-dir", str(folder / "c")])
+    assert "--task" in line
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--shard", "5/4"], "--shard"), (["--shard", "x"], "--shard"), (["--shard", "0/3"], "--shard"),
+    (["--concurrency", "0"], "--concurrency"), (["--concurrency", "-2"], "--concurrency"),
+])
+def test_study_refuses_bad_options(tmp_path, args, named):
+    study = tmp_path / "s.yaml"
+    study.write_text((ROOT / "studies" / "demo.yaml").read_text())
+    assert named in _one_line_exit_2(["study", str(study), "--db", str(tmp_path / "s.sqlite"), *args])
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+@pytest.mark.parametrize("content, named", [
+    (None, "cannot read study file"),
+    (b"name: x\nname: y\n", "appears twice"),
+    (b"\xff\xfename: x\n", "not UTF-8"),
+    (b"name: x\nattackers: [a]\njudge: j\nworld_manager: w\nseeds: [18446744073709551616]\n", "seeds"),
+    (b"name: x\nattackers: [a]\njudge: j\nworld_manager: w\ntasks: ['../../etc']\n", "not a valid id"),
+])
+def test_study_refuses_bad_files(tmp_path, content, named):
+    study = tmp_path / "s.yaml"
+    if content is not None:
+        study.write_bytes(content)
+    assert named in _one_line_exit_2(["study", str(study), "--db", str(tmp_path / "s.sqlite")])
+
+
+def test_replay_refuses_a_cassette_whose_task_escapes(tmp_path):
+    import gzip
+
+    source = ROOT / "cassettes" / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
+    lines = gzip.decompress(source.read_bytes()).decode().splitlines()
+    header = json.loads(lines[0])
+    header["meta"]["config"]["task"] = "../../outside"
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join([json.dumps(header), *lines[1:]]) + "\n").encode()))
+    result = CliRunner().invoke(app, ["replay", str(path)])
+    assert result.exit_code == 2 and "not a valid id" in result.output
+    assert not (tmp_path.parent / "outside").exists()
+
+
+def test_the_quick_fuzz_run_has_no_traceback_or_hang():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fuzz_inputs.py"), "--quick",
+                           "--parts", "options,scenarios,stores"],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    for part in ("options", "scenarios", "stores"):
+        assert summary[part]["tracebacks"] == 0, (part, summary[part], done.stderr[-3000:])
+        assert summary[part]["hangs"] == 0, (part, summary[part])
+        assert summary[part]["created"] == 0, (part, summary[part])
+    assert summary["options"]["not_exit_2"] == []
+    assert set(summary["scenarios"]["exit_codes"]) <= {"0", "1", "2"}
+    assert set(summary["stores"]["exit_codes"]) <= {"0", "2"}
