@@ -125,6 +125,7 @@ def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
     from .commands.followups import annotate, interrogate, rejudge
+    from .commands.people import play, rate
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
 
@@ -136,6 +137,8 @@ def _add_subcommands() -> None:
     app.command()(interrogate)
     app.command()(study)
     app.command()(merge)
+    app.command()(play)
+    app.command()(rate)
 
 
 _add_subcommands()

@@ -104,11 +104,21 @@ def m004_followups(db: sqlite_utils.Database) -> None:
     }, pk=("run_id", "model", "condition"))
 
 
+def m007_human_ratings(db: sqlite_utils.Database) -> None:
+    """People's 1-5 ratings of the Judge's outcome distribution and the World Manager's update on
+    key turns (`vcrime-audit rate`); one row per rater and turn, a re-rating replaces it."""
+    db["human_ratings"].create({
+        "rater": str, "run_id": str, "turn": int, "judge_score": int, "world_manager_score": int,
+        "note": str, "why_key": str, "seconds": float, "rated_at": str,
+    }, pk=("rater", "run_id", "turn"))
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
     m004_followups,
+    m007_human_ratings,
 ]
 
 
