@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,6 +15,14 @@ from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .common import fail, user_errors
 
 LOOPBACK_HELP = "Address to listen on (default 127.0.0.1: this machine only). Anything else exposes the page."
+
+
+def _serve_until_stopped(server: Any) -> None:
+    """Run the server; Ctrl+C ends it (uvicorn re-raises the signal after shutting down)."""
+    try:
+        asyncio.run(server)
+    except KeyboardInterrupt:
+        pass
 
 
 def play(
@@ -55,9 +64,9 @@ def play(
         fail(exc)
     typer.echo(f"run       {game.config.run_id()} (task {task}, seed {game.config.seed}, "
                f"attacker {game.config.attacker})")
-    typer.echo(f"open      {url(sock)}", )
-    typer.echo("stop      Ctrl+C (an unfinished game stays unfinished in the store)", )
-    asyncio.run(serve(play_app(game, host), sock))
+    typer.echo(f"open      {url(sock)}")
+    typer.echo("stop      Ctrl+C (an unfinished game stays unfinished in the store)")
+    _serve_until_stopped(serve(play_app(game, host), sock))
     if game.outcome is not None:
         o = game.outcome
         typer.echo(f"finished  {o.run_id}: {o.status} after {o.turns} turn(s) ({o.reason})")
@@ -109,5 +118,5 @@ def rate(
                f"already rated by {rater}")
     typer.echo(f"open      {url(sock)}")
     typer.echo("stop      Ctrl+C (every rating is saved when submitted)")
-    asyncio.run(serve(rate_app(store, items, rater, host), sock))
+    _serve_until_stopped(serve(rate_app(store, items, rater, host), sock))
     typer.echo(f"rated     {len(rated(store, rater))} turn(s) by {rater} in {db}")

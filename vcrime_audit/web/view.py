@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..world import WorldState
 
-WIDTH, HEIGHT, RADIUS = 640, 360, 140
+WIDTH, HEIGHT, RADIUS = 640, 300, 130
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def visible_map(world: WorldState) -> MapView:
                  key=lambda i: (i not in crew, i))
     nodes = []
     for k, node_id in enumerate(ids):
-        angle = 2 * math.pi * k / max(len(ids), 1) - math.pi / 2
+        angle = math.pi + 2 * math.pi * k / max(len(ids), 1)
         x = WIDTH / 2 + (0 if len(ids) == 1 else 1.9 * RADIUS * math.cos(angle))
         y = HEIGHT / 2 + (0 if len(ids) == 1 else 0.95 * RADIUS * math.sin(angle))
         nodes.append(MapNode(node_id, world.locations[node_id].name, tuple(sorted(crew.get(node_id, []))),
