@@ -43,7 +43,8 @@ class Server:
             try:
                 line = self.lines.get(timeout=timeout)
             except queue.Empty:
-                raise AssertionError(f"no '{prefix}' line in {timeout} s; output: {''.join(self.output)}") from None
+                raise AssertionError(f"no '{prefix}' line in {timeout} s; output: "
+                                     f"{''.join(self.output)}") from None
             if line.startswith(prefix):
                 return line.strip()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +25,8 @@ SCORES = [(4, 2), (1, 5), (3, 3)]
 
 def _store_with_people(db: Path, cassettes: Path) -> None:
     """The demo study's runs and a model run, replayed, plus two people's 2-turn games."""
-    for cassette in [*sorted(STUDY.glob("*.jsonl.gz")), *sorted((ROOT / "cassettes").glob("robotics*.jsonl.gz")),
-                     *sorted(RECORDED.glob("*.jsonl.gz"))]:
+    models = sorted((ROOT / "cassettes").glob("robotics*.jsonl.gz"))
+    for cassette in [*sorted(STUDY.glob("*.jsonl.gz")), *models, *sorted(RECORDED.glob("*.jsonl.gz"))]:
         asyncio.run(replay(cassette, db))
     source = sorted(RECORDED.glob("*.jsonl.gz"))[0]
     game = new_game(TASK, "human:bo", "smollm2-135m", "smollm2-135m", db, cassettes, max_turns=2,
@@ -36,7 +37,8 @@ def _store_with_people(db: Path, cassettes: Path) -> None:
 
 def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browser, shots, tmp_path):
     db = tmp_path / "people.sqlite"
-    _store_with_people(db, tmp_path / "cassettes")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        pool.submit(_store_with_people, db, tmp_path / "cassettes").result()
     store = Store(db)
     items = select_key_turns(store)
     assert len(items) >= 3, items

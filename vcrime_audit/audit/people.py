@@ -46,9 +46,10 @@ class TaskPlay:
 def solvability(store: Store) -> dict[str, TaskPlay]:
     """Per task with at least one finished human run: its first three players, which of them won,
     and every model's (won, finished) counts on the task."""
+    marks = ",".join("?" * len(FINAL_STATUSES))
     rows = store.db.conn.execute(
-        "SELECT task_id, attacker, status FROM runs WHERE status IN (%s) ORDER BY started_at, run_id"
-        % ",".join("?" * len(FINAL_STATUSES)), FINAL_STATUSES).fetchall()
+        f"SELECT task_id, attacker, status FROM runs WHERE status IN ({marks}) ORDER BY started_at, run_id",
+        FINAL_STATUSES).fetchall()
     first: dict[str, list[str]] = defaultdict(list)
     won: dict[str, set[str]] = defaultdict(set)
     models: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -80,7 +81,8 @@ class RatingSummary:
     seed: int
 
 
-def rating_summary(store: Store, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> RatingSummary | None:
+def rating_summary(store: Store, *, n_resamples: int = DEFAULT_RESAMPLES,
+                   seed: int = DEFAULT_SEED) -> RatingSummary | None:
     ratings = all_ratings(store)
     if not ratings:
         return None
@@ -145,7 +147,8 @@ def people_section(db: Path) -> list[str]:
         if summary.agreements:
             lines += ["Agreement of two raters on the turns both rated: quadratic-weighted Cohen's kappa, "
                       "exact agreement and agreement within one point.", "",
-                      "| Raters | Rated | Turns | Weighted kappa | Exact | Within 1 |", "|---|---|---|---|---|---|"]
+                      "| Raters | Rated | Turns | Weighted kappa | Exact | Within 1 |",
+                      "|---|---|---|---|---|---|"]
             for (a, b, target), ag in summary.agreements.items():
                 lines.append(f"| {a} / {b} | {TARGETS[target]} | {ag.n} | {_num(ag.kappa)} | "
                              f"{100 * ag.exact:.0f}% | {100 * ag.within_one:.0f}% |")

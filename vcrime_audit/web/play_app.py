@@ -78,10 +78,16 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from ..audit.harm import default_lexicon
+
+        # the store classifies each action with the over-harm lexicon; load it (seconds) while the
+        # person reads turn 1 rather than after their first submission
+        warm = asyncio.create_task(asyncio.to_thread(default_lexicon))
         task = asyncio.create_task(game.play())
         try:
             yield
         finally:
+            await warm
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

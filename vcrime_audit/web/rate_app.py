@@ -54,7 +54,8 @@ def turn_view(store: Store, key: KeyTurn) -> TurnView:
     turn = store.rows("turns", key.run_id, f"turn = {int(key.turn)}")[0]
     live = store.rows("judgments", key.run_id, f"turn = {int(key.turn)} AND source = 'live'")
     judgment = live[0] if live else None
-    patches = [{**p, "op": json.loads(p["op"])} for p in store.rows("patches", key.run_id, f"turn = {int(key.turn)}")]
+    patches = [{**p, "op": json.loads(p["op"])}
+               for p in store.rows("patches", key.run_id, f"turn = {int(key.turn)}")]
     return TurnView(
         key, run, {**turn, "targets": json.loads(turn["targets"] or "[]")},
         full_view(WorldState.model_validate_json(turn["world_before"])), judgment,
@@ -69,7 +70,7 @@ def check_rating(form: dict[str, str]) -> tuple[tuple[int, int, str] | None, dic
     for name in RUBRIC:
         raw = form.get(name, "")
         if not raw.isdigit() or int(raw) not in SCORES:
-            errors[name] = f"choose a score from 1 to 5 (got '{raw}')" if raw else "choose a score from 1 to 5"
+            errors[name] = "choose a score from 1 to 5" + (f" (got '{raw}')" if raw else "")
         else:
             scores[name] = int(raw)
     note = form.get("note", "").strip()
