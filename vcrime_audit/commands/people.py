@@ -25,6 +25,13 @@ def _serve_until_stopped(server: Any) -> None:
         pass
 
 
+def _warn_if_exposed(host: str) -> None:
+    from ..web.security import LOOPBACK
+
+    if host not in LOOPBACK:
+        typer.echo(f"warning   listening on {host}: anyone who can reach it can use the page", err=True)
+
+
 def play(
     task: str = typer.Option(DEFAULT_TASK, help="Task id (see scenarios/tasks)."),
     judge: str = typer.Option("smollm2-135m", help="Judge model (local_models/)."),
@@ -65,6 +72,7 @@ def play(
     typer.echo(f"run       {game.config.run_id()} (task {task}, seed {game.config.seed}, "
                f"attacker {game.config.attacker})")
     typer.echo(f"open      {url(sock)}")
+    _warn_if_exposed(host)
     typer.echo("stop      Ctrl+C (an unfinished game stays unfinished in the store)")
     _serve_until_stopped(serve(play_app(game, host), sock))
     if game.outcome is not None:
@@ -117,6 +125,7 @@ def rate(
     typer.echo(f"rate      {len(items)} key turns of {n_runs} run(s); {len(rated(store, rater))} "
                f"already rated by {rater}")
     typer.echo(f"open      {url(sock)}")
+    _warn_if_exposed(host)
     typer.echo("stop      Ctrl+C (every rating is saved when submitted)")
     _serve_until_stopped(serve(rate_app(store, items, rater, host), sock))
     typer.echo(f"rated     {len(rated(store, rater))} turn(s) by {rater} in {db}")
