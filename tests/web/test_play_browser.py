@@ -97,6 +97,10 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
     assert '"<b>Delivery check</b> & stock"' in history
     assert page.query_selector("ol.history b") is None
     page.screenshot(path=str(shots / "play-over.png"), full_page=True)
+    renders = []
+    for _ in range(10):
+        response = page.reload()
+        renders.append(float(response.headers["server-timing"].split("dur=")[1]))
     out = server.stop()
     assert "finished" in out and "max_turns after 2 turn(s)" in out
 
@@ -125,5 +129,6 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
     assert "identical turn rows" in done.stdout
     assert turn_rows_hash(Store(replayed), run["run_id"]) == run["turn_rows_hash"]
     model_seconds = sum(r["seconds"] for r in store.rows("calls", run["run_id"]) if r["role"] != "attacker")
-    print(f"page time per turn (submit -> next form, models replayed, {model_seconds:.2f} s recorded "
-          f"model time not spent): {', '.join(f'{s:.3f}' for s in per_turn)} s")
+    print(f"\npage time per turn (submit -> next form shown; Judge and WM replayed, {model_seconds:.1f} s "
+          f"of recorded model time not spent): {', '.join(f'{s:.3f}' for s in per_turn)} s; "
+          f"server render of the page: median {sorted(renders)[5]:.1f} ms over 10 loads")

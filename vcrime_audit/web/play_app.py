@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,6 +36,7 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
 
     def render(request: Request, *, form: dict[str, Any] | None = None, targets: list[str] | None = None,
                errors: dict[str, str] | None = None, notice: str = "", status: int = 200) -> Response:
+        started = time.perf_counter()
         sid, new = guard.session(request)
         prompt = _pending(game)
         world = game.world
@@ -46,7 +48,7 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
             form=form or {"memory": world.attacker.memory, "plan": world.attacker.plan},
             chosen_targets=targets or [], errors=errors or {}, notice=notice,
             history=list(reversed(game.history)))
-        return guard.respond(html, sid, new, status)
+        return guard.respond(html, sid, new, status, started)
 
     async def show(request: Request) -> Response:
         return render(request)

@@ -91,12 +91,13 @@ def rate_app(store: Store, items: list[KeyTurn], rater: str, host: str = "127.0.
 
     def render(request: Request, index: int | None, *, form: dict[str, str] | None = None,
                errors: dict[str, str] | None = None, notice: str = "", status: int = 200) -> Response:
+        started = time.perf_counter()
         sid, new = guard.session(request)
         view = turn_view(store, items[index]) if index is not None else None
         html = page.render(view=view, index=index, total=len(items), n_rated=len(rated(store, rater)),
                            rater=rater, csrf=guard.token(sid), rubric=RUBRIC, form=form or {},
                            errors=errors or {}, notice=notice, shown=f"{time.time():.3f}")
-        return guard.respond(html, sid, new, status)
+        return guard.respond(html, sid, new, status, started)
 
     def parse_index(raw: str) -> int | None:
         return int(raw) if raw.isdigit() and int(raw) < len(items) else None
