@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
+from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.store import Store, turn_rows_hash
 
 from .conftest import ROOT
@@ -114,8 +115,8 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
          t.plan.memory, t.plan.plan) for t in TURNS]
 
     # in the cassette, the person's answers are those of a `human` participant, with timing
-    records = [json.loads(line) for line in gzip.open(run["cassette"], "rt")]
-    human = [r for r in records if r["type"] == "call" and r["request"]["role"] == "attacker"]
+    calls = Cassette(Path(run["cassette"]), RecordMode.none).calls
+    human = [r for r in calls if r["request"]["role"] == "attacker"]
     assert [r["request"]["call"] for r in human] == ["plan", "act", "plan", "act"]
     assert all(r["fingerprint"] == {"engine": "human", "player": "alice"} for r in human)
     assert [json.loads(r["result"]["text"]) for r in human[1::2]] == [t.action.model_dump() for t in TURNS]
