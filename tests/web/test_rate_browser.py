@@ -46,6 +46,8 @@ def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browse
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(server.url)
     assert f"1 of {len(items)}" in page.inner_text("#turn-h")
+    assert page.query_selector("#distribution") and page.query_selector("#patches")
+    page.screenshot(path=str(shots / "rate.png"), full_page=True)
 
     # a missing score is refused with a message; nothing is stored
     page.check("input[name=judge][value='4']")
@@ -60,9 +62,6 @@ def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browse
         key = items[number - 1]
         assert page.inner_text("#turn-h").endswith(f"run {key.run_id}, turn {key.turn}")
         assert page.inner_text("#why") == ", ".join(key.why)
-        if number == 1:
-            assert page.query_selector("#distribution") and page.query_selector("#patches")
-            page.screenshot(path=str(shots / "rate.png"), full_page=True)
         page.check(f"input[name=judge][value='{judge}']")
         page.check(f"input[name=world_manager][value='{wm}']")
         page.fill("#note", f"turn {number}")
