@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 from vcrime_audit.agents.attacker import Action, PlanOutput
+from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.web.game import Game
 from vcrime_audit.web.human_backend import Submission
 
@@ -27,6 +28,18 @@ TURNS = [
                       'clipboard marked "<b>Delivery check</b> & stock".', targets=["car_park"],
                       time_minutes=5)),
 ]
+
+
+def source_cassette() -> Path:
+    found = sorted(RECORDED.glob("*.jsonl.gz"))
+    assert found, "cassettes/human-demo must be committed (python -m tests.web.record)"
+    return found[0]
+
+
+def recorded_turns() -> int:
+    """How many of TURNS the committed cassette answers (its Attacker 'act' calls)."""
+    calls = Cassette(source_cassette(), RecordMode.none).calls
+    return sum(c["request"]["role"] == "attacker" and c["request"]["call"] == "act" for c in calls)
 
 
 async def play_scripted(game: Game, turns: list[Submission] = TURNS) -> None:

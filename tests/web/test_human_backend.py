@@ -14,7 +14,7 @@ from vcrime_audit.store import Store, turn_rows_hash
 from vcrime_audit.web.game import new_game
 from vcrime_audit.web.human_backend import HumanBackend
 
-from .script import RECORDED, TASK, TURNS, play_scripted
+from .script import TASK, TURNS, play_scripted, recorded_turns, source_cassette
 
 
 def test_human_names_need_no_registry_file():
@@ -47,20 +47,20 @@ def test_only_the_waiting_turn_can_be_answered():
 
 
 def test_a_played_game_replays_to_the_same_rows(tmp_path):
-    source = sorted(RECORDED.glob("*.jsonl.gz"))[0]
+    source, n = source_cassette(), recorded_turns()
     game = new_game(TASK, "human:cy", "smollm2-135m", "smollm2-135m", tmp_path / "a.sqlite",
-                    tmp_path / "c", max_turns=2, models_from=source)
-    asyncio.run(play_scripted(game))
+                    tmp_path / "c", max_turns=n, models_from=source)
+    asyncio.run(play_scripted(game, TURNS[:n]))
     outcome = game.outcome
     assert outcome is not None, game.error
-    assert (outcome.status, outcome.turns) == ("max_turns", 2)
+    assert (outcome.status, outcome.turns) == ("max_turns", n)
     roles = [r["role"] for r in Store(tmp_path / "a.sqlite").rows("calls", outcome.run_id)]
-    assert roles.count("attacker") == 4 and len(roles) == outcome.model_calls
-    assert [h.action for h in game.history] == [t.action for t in TURNS]
+    assert roles.count("attacker") == 2 * n and len(roles) == outcome.model_calls
+    assert [h.action for h in game.history] == [t.action for t in TURNS[:n]]
     again = asyncio.run(replay(outcome.cassette, tmp_path / "b.sqlite"))
     assert again.identical and again.replayed_calls == outcome.model_calls
     assert turn_rows_hash(Store(tmp_path / "b.sqlite"), outcome.run_id) == outcome.turn_rows_hash
     # a second game of the same player on the same task takes the next seed: nothing is overwritten
     other = new_game(TASK, "human:cy", "smollm2-135m", "smollm2-135m", tmp_path / "a.sqlite",
-                     tmp_path / "c", max_turns=2, models_from=source)
+                     tmp_path / "c", max_turns=n, models_from=source)
     assert other.config.seed == 1 and other.config.run_id() != outcome.run_id

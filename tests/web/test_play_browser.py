@@ -14,7 +14,7 @@ from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.store import Store, turn_rows_hash
 
 from .conftest import ROOT
-from .script import RECORDED, TASK, TURNS
+from .script import TASK, TURNS, recorded_turns, source_cassette
 
 
 def _fill(page, submission) -> None:
@@ -39,11 +39,10 @@ def _post(url: str, data: bytes, headers: dict[str, str]) -> int:
 
 
 def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp_path):
-    source = sorted(RECORDED.glob("*.jsonl.gz"))
-    assert source, "cassettes/human-demo must be committed (python -m tests.web.record)"
+    played = TURNS[:recorded_turns()]
     db, cassettes = tmp_path / "people.sqlite", tmp_path / "cassettes"
-    server = serve("play", "--task", TASK, "--player", "alice", "--max-turns", "2", "--db", str(db),
-                   "--cassette-dir", str(cassettes), "--models-from", str(source[0]))
+    server = serve("play", "--task", TASK, "--player", "alice", "--max-turns", str(len(played)), "--db",
+                   str(db), "--cassette-dir", str(cassettes), "--models-from", str(source_cassette()))
     assert server.url.startswith("http://127.0.0.1:")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(server.url)
@@ -73,21 +72,21 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
 
     per_turn = []
     second_tab = None
-    for number, submission in enumerate(TURNS, start=1):
+    for number, submission in enumerate(played, start=1):
         page.wait_for_selector(f"text=Your turn {number}")
-        if number == 2:
+        _fill(page, submission)
+        if number == len(played):
             second_tab = browser.new_page()
             second_tab.goto(server.url)
             _fill(second_tab, TURNS[0])
             page.screenshot(path=str(shots / "play.png"), full_page=True)
-        _fill(page, submission)
         started = time.perf_counter()
         page.focus("#submit")
         page.keyboard.press("Enter")
-        page.wait_for_selector(f"text=Your turn {number + 1}" if number < len(TURNS) else "#game-over")
+        page.wait_for_selector(f"text=Your turn {number + 1}" if number < len(played) else "#game-over")
         per_turn.append(time.perf_counter() - started)
 
-    # the second tab's form was for turn 2, which the first tab has played: refused, game intact
+    # the second tab's form was for the last turn, which the first tab has played: refused
     second_tab.focus("#submit")
     second_tab.keyboard.press("Enter")
     second_tab.wait_for_selector(".notice")
@@ -95,7 +94,7 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
     assert page.inner_text("#status") == "max_turns"
     # player text is escaped, never markup
     history = page.inner_text("ol.history")
-    assert '"<b>Delivery check</b> & stock"' in history
+    assert all(t.action.description in history for t in played)
     assert page.query_selector("ol.history b") is None
     page.screenshot(path=str(shots / "play-over.png"), full_page=True)
     renders = []
@@ -103,23 +102,23 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
         response = page.reload()
         renders.append(float(response.headers["server-timing"].split("dur=")[1]))
     out = server.stop()
-    assert "finished" in out and "max_turns after 2 turn(s)" in out
+    assert "finished" in out and f"max_turns after {len(played)} turn(s)" in out
 
     store = Store(db)
     (run,) = store.runs()
-    assert (run["attacker"], run["status"], run["turns"]) == ("human:alice", "max_turns", 2)
+    assert (run["attacker"], run["status"], run["turns"]) == ("human:alice", "max_turns", len(played))
     rows = store.rows("turns", run["run_id"])
     assert [(r["actor"], r["verb"], r["description"], json.loads(r["targets"]), r["time_minutes"],
              r["memory"], r["plan"]) for r in rows] == [
         (t.action.actor, t.action.verb, t.action.description, t.action.targets, t.action.time_minutes,
-         t.plan.memory, t.plan.plan) for t in TURNS]
+         t.plan.memory, t.plan.plan) for t in played]
 
     # in the cassette, the person's answers are those of a `human` participant, with timing
     calls = Cassette(Path(run["cassette"]), RecordMode.none).calls
     human = [r for r in calls if r["request"]["role"] == "attacker"]
-    assert [r["request"]["call"] for r in human] == ["plan", "act", "plan", "act"]
+    assert [r["request"]["call"] for r in human] == ["plan", "act"] * len(played)
     assert all(r["fingerprint"] == {"engine": "human", "player": "alice"} for r in human)
-    assert [json.loads(r["result"]["text"]) for r in human[1::2]] == [t.action.model_dump() for t in TURNS]
+    assert [json.loads(r["result"]["text"]) for r in human[1::2]] == [t.action.model_dump() for t in played]
     assert all(r["result"]["seconds"] > 0 for r in human[1::2])
 
     # and the run replays from its cassette alone, row for row

@@ -17,7 +17,7 @@ from vcrime_audit.store import Store
 from vcrime_audit.web.game import new_game
 
 from .conftest import ROOT
-from .script import RECORDED, TASK, play_scripted
+from .script import TASK, TURNS, play_scripted, recorded_turns, source_cassette
 
 STUDY = ROOT / "cassettes" / "study-demo"
 SCORES = [(4, 2), (1, 5), (3, 3)]
@@ -26,13 +26,14 @@ SCORES = [(4, 2), (1, 5), (3, 3)]
 def _store_with_people(db: Path, cassettes: Path) -> None:
     """The demo study's runs and a model run, replayed, plus two people's 2-turn games."""
     models = sorted((ROOT / "cassettes").glob("robotics*.jsonl.gz"))
-    for cassette in [*sorted(STUDY.glob("*.jsonl.gz")), *models, *sorted(RECORDED.glob("*.jsonl.gz"))]:
+    for cassette in [*sorted(STUDY.glob("*.jsonl.gz")), *models]:
         asyncio.run(replay(cassette, db))
-    source = sorted(RECORDED.glob("*.jsonl.gz"))[0]
-    game = new_game(TASK, "human:bo", "smollm2-135m", "smollm2-135m", db, cassettes, max_turns=2,
-                    models_from=source)
-    asyncio.run(play_scripted(game))
-    assert game.outcome is not None, game.error
+    n = recorded_turns()
+    for player in ("bo", "cy"):
+        game = new_game(TASK, f"human:{player}", "smollm2-135m", "smollm2-135m", db, cassettes, max_turns=n,
+                        models_from=source_cassette())
+        asyncio.run(play_scripted(game, TURNS[:n]))
+        assert game.outcome is not None, game.error
 
 
 def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browser, shots, tmp_path):
@@ -88,7 +89,7 @@ def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browse
     report = (out / "report.md").read_text()
     section = report[report.index("## People in the loop"):]
     assert "### Human solvability" in section and "Solvable: **0 of 1** task(s)" in section
-    assert f"| {TASK} | bo, demo | - | no |" in section or f"| {TASK} | demo, bo | - | no |" in section
+    assert f"| {TASK} | bo, cy | - | no |" in section
     judge_mean = np.mean([s[0] for s in SCORES + second])
     assert f"| Judge (outcome distribution) | {judge_mean:.2f} [" in section
     kappa = cohen_kappa_score([s[0] for s in SCORES], [s[0] for s in second], weights="quadratic")
