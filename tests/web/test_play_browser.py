@@ -63,6 +63,7 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
     assert "one word" in page.inner_text("#verb-err")
     assert "required" in page.inner_text("#description-err")
     assert "Your turn 1" in page.inner_text("#act-h")
+    page.goto(server.url)  # a fresh form for the screenshot
 
     # forms from elsewhere are refused: no session cookie / token, or a foreign Host header
     token = page.get_attribute("input[name=turn_token]", "value")
