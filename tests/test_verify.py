@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -63,7 +62,8 @@ def test_every_committed_cassette_verifies():
 
 def test_a_flipped_value_in_a_store_row_is_named(demo_store, tmp_path):
     db = tmp_path / "edited.sqlite"
-    shutil.copy(demo_store, db)
+    with sqlite3.connect(demo_store) as source:
+        source.execute("VACUUM INTO ?", [str(db)])
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE patches SET reason = reason || 'x' WHERE turn = 2 AND seq = 1")
     code, out = verify("--db", str(db), str(CASSETTES))

@@ -182,6 +182,7 @@ def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
     from .commands.followups import annotate, interrogate, rejudge
+    from .commands.people import play, rate
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
     from .commands.verify import cassette_app, verify
@@ -196,6 +197,8 @@ def _add_subcommands() -> None:
     app.command()(merge)
     app.command()(verify)
     app.add_typer(cassette_app, name="cassette")
+    app.command()(play)
+    app.command()(rate)
 
 
 _add_subcommands()

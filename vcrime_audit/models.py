@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .backends.base import Sampling
 
 DEFAULT_MODEL = "smollm2-135m"
+HUMAN_PREFIX = "human:"
+PLAYER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 
 
 class ModelError(Exception):
@@ -34,7 +37,7 @@ class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
-    backend: Literal["local", "vllm", "openai", "transformers", "scripted"]
+    backend: Literal["local", "vllm", "openai", "transformers", "scripted", "human"]
     family: str
     vendor: str
     weights: Weights
@@ -146,7 +149,23 @@ def load_model_file(path: Path) -> ModelEntry:
     return entry
 
 
+def is_human(name: str) -> bool:
+    return name.startswith(HUMAN_PREFIX)
+
+
+def human_entry(name: str) -> ModelEntry:
+    """The entry of a person who plays through ``vcrime-audit play`` (``human:<player>``)."""
+    player = name[len(HUMAN_PREFIX):]
+    if not PLAYER_NAME.fullmatch(player):
+        raise ModelError(f"player name '{player}' in '{name}': use 1-32 letters, digits, '.', '_' or "
+                         "'-', starting with a letter or digit")
+    return ModelEntry(name=name, description=f"the person '{player}' playing through a web page",
+                      backend="human", family="human", vendor="human", weights=Weights())
+
+
 def get_model(name: str, root: Path | None = None) -> ModelEntry:
+    if is_human(name):
+        return human_entry(name)
     from .ids import IdError, check_id, inside
 
     root = root or models_root()

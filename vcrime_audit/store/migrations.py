@@ -125,6 +125,15 @@ def m009_model_fingerprints(db: sqlite_utils.Database) -> None:
         db["models"].add_column("fingerprint", str)
 
 
+def m007_human_ratings(db: sqlite_utils.Database) -> None:
+    """People's 1-5 ratings of the Judge's outcome distribution and the World Manager's update on
+    key turns (`vcrime-audit rate`); one row per rater and turn, a re-rating replaces it."""
+    db["human_ratings"].create({
+        "rater": str, "run_id": str, "turn": int, "judge_score": int, "world_manager_score": int,
+        "note": str, "why_key": str, "seconds": float, "rated_at": str,
+    }, pk=("rater", "run_id", "turn"))
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
@@ -132,6 +141,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m004_followups,
     m005_writers_and_crashes,
     m009_model_fingerprints,
+    m007_human_ratings,
 ]
 
 

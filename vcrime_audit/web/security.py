@@ -1,0 +1,75 @@
+"""Safe defaults shared by the pages: a session cookie with a CSRF token, host and origin checks,
+strict response headers, and an autoescaping template environment."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+COOKIE = "vcrime_session"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make forms send Origin: null
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+def templates() -> Environment:
+    """Every ``{{ value }}`` is HTML-escaped (model output and player input included)."""
+    return Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
+                       autoescape=select_autoescape(default=True, default_for_string=True),
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+class Guard:
+    """A per-session CSRF token: an HMAC of the session cookie under a per-server secret."""
+
+    def __init__(self, secret: bytes | None = None) -> None:
+        self.secret = secret or secrets.token_bytes(32)
+
+    def session(self, request: Request) -> tuple[str, bool]:
+        """The request's session id, and whether it is new (then the response must set it)."""
+        sid = request.cookies.get(COOKIE, "")
+        if len(sid) == 43 and sid.replace("-", "").replace("_", "").isalnum():
+            return sid, False
+        return secrets.token_urlsafe(32), True
+
+    def token(self, sid: str) -> str:
+        return hmac.new(self.secret, sid.encode(), hashlib.sha256).hexdigest()
+
+    def problem(self, request: Request, form_token: str) -> str:
+        """Why a POST must be refused, or '' when it comes from our own page in this session."""
+        origin = request.headers.get("origin")
+        host = request.headers.get("host", "")
+        if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
+            return f"the form was sent from another site ({origin})"
+        sid = request.cookies.get(COOKIE, "")
+        if not sid or not hmac.compare_digest(self.token(sid), form_token or ""):
+            return "the form's security token does not match this browser session"
+        return ""
+
+    def respond(self, html: str, sid: str, new: bool, status: int = 200,
+                started: float | None = None) -> HTMLResponse:
+        """The page with the safe headers; ``Server-Timing`` says how long it took to make."""
+        headers = dict(HEADERS)
+        if started is not None:
+            headers["Server-Timing"] = f"page;dur={1000 * (time.perf_counter() - started):.2f}"
+        response = HTMLResponse(html, status_code=status, headers=headers)
+        if new:
+            response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/")
+        return response
+
+
+def allowed_hosts(host: str) -> list[str]:
+    return sorted({*LOOPBACK, host} | ({"*"} if host in ("0.0.0.0", "::") else set()))
