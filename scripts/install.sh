@@ -24,5 +24,5 @@ fi
 $PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
 # torch from the CPU wheel (an unpinned torch would pull a multi-GB CUDA build)
 $PY -m pip install -q "torch==2.13.0"
-$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,test]"
+$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,inspect,datasette,test]"
 echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"

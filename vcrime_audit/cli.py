@@ -23,7 +23,8 @@ def run(
     attacker: str = typer.Option("smollm2-135m", help="Attacker model (local_models/)."),
     judge: str = typer.Option("smollm2-135m", help="Judge model."),
     world_manager: str = typer.Option("smollm2-135m", help="World Manager model."),
-    backend: str = typer.Option("local", help="Backend that serves the models."),
+    backend: str = typer.Option(None, help="Engine that serves the models: local | openai | "
+                                           "transformers | vllm (default: the attacker entry's)."),
     max_turns: int = typer.Option(5, help="Turn limit (the paper uses 60; 5 keeps the CPU demo short)."),
     stall_turns: int = typer.Option(30, help="Stop after this many turns without a new checkpoint."),
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store."),
@@ -32,14 +33,23 @@ def run(
 ) -> None:
     """Play one episode and record every model call."""
     from .cassette import RecordMode
+    from .progress import TurnLines
     from .runner import RunConfig, run_episode
 
+    if backend is None:
+        from .models import ModelError, get_model
+
+        try:
+            backend = get_model(attacker).backend
+        except ModelError as exc:
+            fail(exc)
     config = RunConfig(task=task, seed=seed, attacker=attacker, judge=judge,
                        world_manager=world_manager, backend=backend, max_turns=max_turns,
                        stall_turns=stall_turns)
     started = time.perf_counter()
     try:
-        outcome = asyncio.run(run_episode(config, db, cassette_dir, RecordMode(record_mode)))
+        outcome = asyncio.run(run_episode(config, db, cassette_dir, RecordMode(record_mode),
+                                          observer=TurnLines(max_turns)))
     except user_errors() as exc:
         fail(exc)
     seconds = time.perf_counter() - started
@@ -110,20 +120,26 @@ def models() -> None:
     except ModelError as exc:
         fail(exc)
     for m in entries:
-        if m.weights.served_name:
-            url = m.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
-            where = f"served as {m.weights.served_name} at {url}"
-        else:
-            try:
-                where = str(m.weights_path())
-            except ModelError as exc:
-                where = f"NOT INSTALLED: {exc}"
-        typer.echo(f"{m.name:<20} {m.backend:<13} {m.vendor}/{m.family}  {where}")
+        engines = ",".join(e if e != m.backend else f"{e}*" for e in m.engine_names())
+        typer.echo(f"{m.name:<20} {engines:<32} {m.vendor}/{m.family}")
+        for engine in m.engine_names():
+            resolved = m.for_engine(engine)
+            if resolved.weights.served_name:
+                url = resolved.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
+                where = f"served as {resolved.weights.served_name} at {url}"
+            else:
+                try:
+                    where = str(resolved.weights_path())
+                except ModelError as exc:
+                    where = f"NOT INSTALLED: {exc}"
+            typer.echo(f"    {engine:<13} {where}")
+    typer.echo("(* the engine used when --backend is not given; --backend picks another)")
 
 
 def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
+    from .commands.ecosystem import determinism, export_app
     from .commands.followups import annotate, interrogate, rejudge
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
@@ -136,6 +152,8 @@ def _add_subcommands() -> None:
     app.command()(interrogate)
     app.command()(study)
     app.command()(merge)
+    app.command()(determinism)
+    app.add_typer(export_app, name="export")
 
 
 _add_subcommands()

@@ -69,6 +69,8 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     run_id = config.run_id()
     backend = RecordingBackend(cassette, inner if owns_inner or inner is None else _Borrowed(inner))
     engine = Engine(backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
+    if hasattr(observer, "bind"):  # progress.TurnLines reads the backend's call counters
+        observer.bind(backend)
     store.delete_run(run_id)
     store.start_run({
         "run_id": run_id, "task_id": world.task_id, "map_id": world.map_id, "goal_id": world.goal_id,
@@ -152,7 +154,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     else:
         world = initial_world(load_task(config.task))
         names = {config.attacker, config.judge, config.world_manager}
-        entries = {name: get_model(name) for name in names}
+        entries = {name: get_model(name).for_engine(config.backend) for name in names}
         cassette.meta = {"config": config.__dict__, "initial_world": world.model_dump(mode="json"),
                          "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}

@@ -135,7 +135,9 @@ def other_sections(db: Path) -> list[str]:
     from ..certify.report import certification_section
     from ..certify.store import load_certification_rows
 
-    return [certification_section(load_certification_rows(db)), ""]
+    from ..determinism import determinism_section
+
+    return [certification_section(load_certification_rows(db)), "", *determinism_section(db)]
 
 
 def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str:
