@@ -137,7 +137,7 @@ class RichObserver:
 
     def advanced(self, task: Task, label: str) -> None:
         if self.plain:
-            self.console.print(plain_line(task, label), highlight=False, markup=False)
+            self.console.print(plain_line(task, label), highlight=False, markup=False, soft_wrap=True)
             return
         self._bar.update(self._ids[id(task)], completed=task.done, total=task.total, label=label)
 

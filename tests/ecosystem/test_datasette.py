@@ -4,7 +4,6 @@ queries answer through a real Datasette server's JSON API."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +16,6 @@ import pytest
 import yaml
 
 from tests.backends.server import free_port
-from tests.followups.conftest import ROOT
 from vcrime_audit.datasette import SHIPPED, goal_limits, metadata, render
 from vcrime_audit.scenario import DAMAGE_LEVELS, FORCE_LEVELS, load_goal, scenarios_root
 
@@ -50,8 +48,7 @@ def _get(url: str):
 
 @pytest.fixture
 def datasette(judged_store):
-    if shutil.which("datasette", path=str(ROOT / ".venv" / "bin")) is None:
-        pytest.importorskip("datasette")
+    pytest.importorskip("datasette")
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "datasette", str(judged_store), "--metadata",
                                 str(SHIPPED), "--host", "127.0.0.1", "--port", str(port)],
