@@ -67,7 +67,7 @@ def first_difference(recorded: bytes, live: bytes) -> int | None:
     """Offset of the first differing byte; ``None`` when the two are identical."""
     if recorded == live:
         return None
-    for i, (a, b) in enumerate(zip(recorded, live)):
+    for i, (a, b) in enumerate(zip(recorded, live, strict=False)):
         if a != b:
             return i
     return min(len(recorded), len(live))
@@ -138,7 +138,7 @@ async def check(path: Path, sample: int = 10, seed: int = 0, backend_name: str |
                                                        if c["request"]["model"] == model)
             report.live_fingerprints[model] = backend.fingerprint(model)
         with progress("determinism", len(chosen)) as tick:
-            for index, record in zip(positions, chosen):
+            for index, record in zip(positions, chosen, strict=True):
                 request = GenerateRequest.model_validate(record["request"])
                 result = await backend.generate(request)
                 want = record["result"]["text"].encode("utf-8")

@@ -124,8 +124,14 @@ class RichObserver:
     def started(self, task: Task) -> None:
         if self.plain:
             return
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         if self._bar is None:
             self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),

@@ -28,7 +28,7 @@ def test_shipped_file_is_what_the_generator_writes():
 def test_goal_allowances_in_the_query_are_the_goal_files():
     goals = sorted((scenarios_root() / "goals").glob("*.yaml"))
     assert len(goal_limits()) == len(goals) == 14
-    for (goal_id, force, damage), path in zip(goal_limits(), goals):
+    for (goal_id, force, damage), path in zip(goal_limits(), goals, strict=True):
         goal = load_goal(path)
         assert (goal_id, FORCE_LEVELS[force], DAMAGE_LEVELS[damage]) == (
             path.stem, goal.allowed_force, goal.allowed_damage)

@@ -30,7 +30,7 @@ def test_first_difference_by_hand():
     assert first_difference(b"abc", b"abc") is None
     assert first_difference(b"abc", b"abd") == 2
     assert first_difference(b"abc", b"ab") == 2 and first_difference(b"", b"x") == 0
-    assert first_difference("é".encode(), "e".encode()) == 0
+    assert first_difference("é".encode(), b"e") == 0
 
 
 def test_sample_is_seeded_sorted_and_capped():

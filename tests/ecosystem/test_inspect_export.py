@@ -62,7 +62,7 @@ def test_logs_read_back_with_inspect_match_the_store(judged_store, tmp_path):
                                  "WHERE run_id = ? ORDER BY turn, seq", [sample.id]).fetchall()
             events = [e for e in sample.events if e.event == "model"]
             assert len(events) == len(calls) and meta["cassette_found"]
-            for event, (model, prompt, completion, seconds) in zip(events, calls):
+            for event, (model, prompt, completion, seconds) in zip(events, calls, strict=True):
                 assert event.model == model and event.output.time == seconds
                 assert (event.output.usage.input_tokens, event.output.usage.output_tokens) == (
                     prompt, completion)

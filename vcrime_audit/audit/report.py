@@ -134,7 +134,6 @@ def other_sections(db: Path) -> list[str]:
     """Sections from the other workflows that write to the same store (markdown, one each)."""
     from ..certify.report import certification_section
     from ..certify.store import load_certification_rows
-
     from ..determinism import determinism_section
 
     return [certification_section(load_certification_rows(db)), "", *determinism_section(db)]

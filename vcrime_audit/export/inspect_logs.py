@@ -188,7 +188,7 @@ def file_name(attacker: str, judge: str) -> str:
 def _rows(conn: sqlite3.Connection, sql: str, args: list[Any]) -> list[dict[str, Any]]:
     cursor = conn.execute(sql, args)
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def export_store(db: Path, out: Path) -> list[tuple[Path, int]]:
