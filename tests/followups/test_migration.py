@@ -9,8 +9,8 @@ TABLES = {"followups", "followup_calls", "rejudged_turns", "annotations", "annot
           "interrogations"}
 
 
-def test_m004_is_last_and_applied_once(tmp_path):
-    assert MIGRATIONS[-1].__name__ == "m004_followups"
+def test_m004_is_applied_once(tmp_path):
+    assert "m004_followups" in [m.__name__ for m in MIGRATIONS]
     store = Store(tmp_path / "s.sqlite")
     assert TABLES <= set(store.db.table_names())
     assert migrate(store.db) == []
@@ -22,7 +22,8 @@ def test_an_older_store_gains_the_tables_when_opened(tmp_path):
     path = tmp_path / "old.sqlite"
     db = sqlite_utils.Database(path)
     db["_migrations"].create({"name": str}, pk="name")
-    for migration in MIGRATIONS[:-1]:
+    before = [m.__name__ for m in MIGRATIONS].index("m004_followups")
+    for migration in MIGRATIONS[:before]:
         migration(db)
         db["_migrations"].insert({"name": migration.__name__})
     db.conn.commit()
