@@ -155,6 +155,17 @@ async def check(path: Path, sample: int = 10, seed: int = 0, backend_name: str |
     return report
 
 
+def run_id_of(path: Path) -> str | None:
+    """The run id of a sandbox-run cassette (``None`` for other kinds)."""
+    from .runner import RunConfig
+
+    config = Cassette(Path(path), RecordMode.none).meta.get("config", {})
+    try:
+        return RunConfig(**config).run_id() if "task" in config and "attacker" in config else None
+    except TypeError:
+        return None
+
+
 def store_rows(report: DeterminismReport, run_id: str | None) -> list[dict[str, Any]]:
     """`determinism` rows (migration m008_determinism), one per call sent."""
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -185,3 +185,11 @@ def test_study_check_determinism_writes_the_store_and_the_report(tmp_path):
     section = "\n".join(other_sections(db))
     assert "## Determinism" in section and f"| local | 4 | 4 | {same} | {same / 4:.2f} |" in section
     print(f"\n[determinism] study demo, local, 1 call per run: {same}/4 identical")
+
+
+def test_run_id_comes_from_a_run_cassette_only():
+    from tests.followups.conftest import DEMO_RUN, ROOT
+    from vcrime_audit.determinism import run_id_of
+
+    assert run_id_of(DEMO_RUN) == DEMO_RUN.name.removesuffix(".jsonl.gz")
+    assert run_id_of(sorted((ROOT / "cassettes").glob("rejudge-*.jsonl.gz"))[0]) is None

@@ -26,7 +26,7 @@ def determinism(
     db: Annotated[Path | None, typer.Option(help="Also store the results in this store.")] = None,
 ) -> None:
     """Send recorded calls to the live backend again; compare the answers byte for byte."""
-    from ..determinism import check, render, store_rows
+    from ..determinism import check, render, run_id_of, store_rows
     from ..progress import on_stderr
 
     try:
@@ -37,7 +37,7 @@ def determinism(
 
             store = Store(db)
             with store.db.conn:
-                store._insert("determinism", store_rows(report, None), replace=True)
+                store._insert("determinism", store_rows(report, run_id_of(cassette)), replace=True)
     except user_errors() as exc:
         fail(exc)
     for line in render(report):
