@@ -164,27 +164,34 @@ def test_transformers_on_the_default_model(tmp_path):
 
 @pytest.mark.live
 def test_study_check_determinism_writes_the_store_and_the_report(tmp_path):
+    """One run of the demo study (its committed cassette), one recorded call sent again."""
     import shutil
+
+    import yaml
 
     from tests.followups.conftest import ROOT
     from vcrime_audit.audit.report import other_sections
 
-    cassettes = tmp_path / "cassettes"
-    shutil.copytree(ROOT / "cassettes" / "study-demo", cassettes)
-    db = tmp_path / "study.sqlite"
-    done = CliRunner().invoke(app, ["study", str(ROOT / "studies" / "demo.yaml"), "--replay",
-                                    "--db", str(db), "--cassette-dir", str(cassettes),
+    spec = yaml.safe_load((ROOT / "studies" / "demo.yaml").read_text())
+    spec.update(tasks=["robotics_company__data_theft"], seeds=[0], db=str(tmp_path / "study.sqlite"),
+                cassette_dir=str(tmp_path / "cassettes"))
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "cassettes").mkdir()
+    for path in (ROOT / "cassettes" / "study-demo").glob("robotics_company__data_theft-s0-*"):
+        shutil.copy(path, tmp_path / "cassettes")
+    done = CliRunner().invoke(app, ["study", str(tmp_path / "one.yaml"), "--replay",
                                     "--check-determinism", "1"])
     assert done.exit_code == 0, done.output
+    db = tmp_path / "study.sqlite"
     rows = sqlite3.connect(db).execute(
         "SELECT d.run_id, d.identical, r.cassette FROM determinism d JOIN runs r ON r.run_id = d.run_id"
-        " ORDER BY d.run_id").fetchall()
-    assert len(rows) == 4 and all(cassette.endswith(".jsonl.gz") for _, _, cassette in rows)
-    same = sum(identical for _, identical, _ in rows)
-    assert f"determinism {same}/4 re-sent call(s) identical" in done.output
+        ).fetchall()
+    assert len(rows) == 1 and rows[0][2].endswith(".jsonl.gz")
+    same = rows[0][1]
+    assert f"determinism {same}/1 re-sent call(s) identical ({same:.2f}) over 1 run(s)" in done.output
     section = "\n".join(other_sections(db))
-    assert "## Determinism" in section and f"| local | 4 | 4 | {same} | {same / 4:.2f} |" in section
-    print(f"\n[determinism] study demo, local, 1 call per run: {same}/4 identical")
+    assert "## Determinism" in section and f"| local | 1 | 1 | {same} | {same:.2f} | 1/1 |" in section
+    print(f"\n[determinism] study demo run, local, 1 call: {same}/1 identical")
 
 
 def test_run_id_comes_from_a_run_cassette_only():
