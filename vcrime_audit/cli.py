@@ -36,7 +36,8 @@ def run(
     attacker: str = typer.Option("smollm2-135m", help="Attacker model (local_models/)."),
     judge: str = typer.Option("smollm2-135m", help="Judge model."),
     world_manager: str = typer.Option("smollm2-135m", help="World Manager model."),
-    backend: str = typer.Option("local", help="Backend that serves the models."),
+    backend: str = typer.Option(None, help="Engine that serves the models: local | openai | "
+                                           "transformers | vllm (default: the attacker entry's)."),
     max_turns: int = typer.Option(5, help="Turn limit (the paper uses 60; 5 keeps the CPU demo short)."),
     stall_turns: int = typer.Option(30, help="Stop after this many turns without a new checkpoint."),
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store."),
@@ -48,8 +49,16 @@ def run(
     replayed instead; --record-mode all records afresh)."""
     from .cassette import RecordMode
     from .commands.checks import check_run_options
+    from .progress import TurnLines
     from .runner import RunConfig, run_episode
 
+    if backend is None:
+        from .models import ModelError, get_model
+
+        try:
+            backend = get_model(attacker).backend
+        except ModelError as exc:
+            fail(exc)
     try:
         check_run_options(task=task, seed=seed, max_turns=max_turns, stall_turns=stall_turns,
                           record_mode=record_mode, models=(attacker, judge, world_manager))
@@ -60,7 +69,8 @@ def run(
                        stall_turns=stall_turns)
     started = time.perf_counter()
     try:
-        outcome = asyncio.run(run_episode(config, db, cassette_dir, RecordMode(record_mode)))
+        outcome = asyncio.run(run_episode(config, db, cassette_dir, RecordMode(record_mode),
+                                          observer=TurnLines(max_turns)))
     except user_errors() as exc:
         fail(exc)
     seconds = time.perf_counter() - started
@@ -163,17 +173,20 @@ def models() -> None:
         fail(exc)
     rows, missing = [], []
     for m in entries:
-        if m.weights.served_name:
-            url = m.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
-            state, where = "served", f"{m.weights.served_name} at {url}"
+        engines = ",".join(e if e != m.backend else f"{e}*" for e in m.engine_names())
+        resolved = m.for_engine(m.backend)
+        if resolved.weights.served_name:
+            url = resolved.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
+            state, where = "served", f"{resolved.weights.served_name} at {url}"
         else:
             try:
-                state, where = "installed", str(m.weights_path())
+                state, where = "installed", str(resolved.weights_path())
             except ModelError:
-                state, where = "not installed", m.weights.hf_repo or m.weights.package or m.weights.path or ""
+                state, where = "not installed", (m.weights.hf_repo or m.weights.package
+                                                 or m.weights.path or "")
                 missing.append(m)
-        rows.append([m.name, m.backend, m.vendor, m.family, state, scrub_text(where)])
-    print_table(["model", "backend", "vendor", "family", "weights", "where"], rows)
+        rows.append([m.name, engines, m.vendor, m.family, state, scrub_text(where)])
+    print_table(["model", "engines (* default)", "vendor", "family", "weights", "where"], rows)
     for m in missing:
         typer.echo(f"install   {m.name}: {m.weights.install or 'see ' + m.source_file}")
 
@@ -181,6 +194,7 @@ def models() -> None:
 def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
+    from .commands.ecosystem import determinism, export_app
     from .commands.followups import annotate, interrogate, rejudge
     from .commands.people import play, rate
     from .commands.scenarios import app as scenarios_app
@@ -199,6 +213,8 @@ def _add_subcommands() -> None:
     app.add_typer(cassette_app, name="cassette")
     app.command()(play)
     app.command()(rate)
+    app.command()(determinism)
+    app.add_typer(export_app, name="export")
 
 
 _add_subcommands()

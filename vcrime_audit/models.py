@@ -22,7 +22,19 @@ class ModelError(Exception):
     """An unknown, broken or uninstalled model entry, with the fix."""
 
 
+EngineName = Literal["local", "vllm", "openai", "transformers", "scripted", "human"]
+WeightsForm = Literal["gguf", "hf", "served"]
+# the weight forms each engine loads, in order of preference
+ENGINE_FORMS: dict[str, tuple[str, ...]] = {
+    "local": ("gguf",), "vllm": ("hf",), "transformers": ("hf", "gguf"), "openai": ("served",)}
+FORM_FIELDS = {"gguf": "weights.package + weights.file (or a .gguf weights.path)",
+               "hf": "weights.hf_folder (an HF model folder)",
+               "served": "weights.served_name (the name on an OpenAI-compatible server)"}
+
+
 class Weights(BaseModel):
+    """The model's weights in the forms it has: a GGUF file, an HF folder, a served name."""
+
     model_config = ConfigDict(extra="forbid")
     package: str | None = Field(None, description="Python package that ships the weights file.")
     file: str | None = Field(None, description="File name inside the package, or a path.")
@@ -31,20 +43,53 @@ class Weights(BaseModel):
     hf_repo: str | None = Field(None, description="Hugging Face repository id the weights come from "
                                                   "(the entry's revision pins its commit).")
     install: str = ""
+    hf_folder: str | None = Field(None, description="An HF model folder (vllm, transformers).")
+    hf_install: str = Field("", description="How to make the HF folder.")
+    served_install: str = Field("", description="How to start a server for served_name.")
+
+    def forms(self) -> list[str]:
+        gguf_path = bool(self.path) and str(self.path).endswith(".gguf")
+        found = {"gguf": bool(self.package or (self.file and not self.path) or gguf_path),
+                 "hf": bool(self.hf_folder or (self.path and not gguf_path)),
+                 "served": bool(self.served_name)}
+        return [form for form, present in found.items() if present]
+
+    def only(self, form: str) -> Weights:
+        """These weights reduced to one form, as the engine that loads it sees them."""
+        if form == "gguf":
+            path = self.path if self.path and str(self.path).endswith(".gguf") else None
+            return Weights(package=self.package, file=self.file, path=path, install=self.install)
+        if form == "hf":
+            folder = self.hf_folder or self.path
+            return Weights(path=folder, install=self.hf_install or self.install)
+        return Weights(served_name=self.served_name, install=self.served_install or self.install)
+
+
+class EngineChoice(BaseModel):
+    """How one engine runs the model: which weight form, its engine options, its context."""
+
+    model_config = ConfigDict(extra="forbid")
+    weights: WeightsForm | None = Field(None, description="Form to load (default: the engine's "
+                                                          "preferred form the entry has).")
+    options: dict[str, Any] = Field(default_factory=dict, description="Engine options.")
+    context_length: int | None = None
 
 
 class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
-    backend: Literal["local", "vllm", "openai", "transformers", "scripted", "human"]
+    backend: EngineName = Field(description="The engine used when none is chosen.")
     family: str
     vendor: str
     weights: Weights
     revision: str = ""
     context_length: int = 4096
     sampling: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    options: dict[str, Any] = Field(default_factory=dict, description="Backend engine options.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Options of the `backend` "
+                                                                      "engine.")
+    engines: dict[EngineName, EngineChoice] = Field(
+        default_factory=dict, description="Per-engine weight form, options and context length.")
     scrub_patterns: list[str] = Field(default_factory=list, description=(
         "Regular expressions whose matches are replaced by [scrubbed] in everything recorded, "
         "stored or printed (as vcrpy's filter_headers)."))
@@ -78,6 +123,38 @@ class ModelEntry(BaseModel):
                     data["weights"]["path"] = path.relative_to(base).as_posix()
                     break
         return scrub_obj(data)
+
+    def engine_names(self) -> list[str]:
+        """The engines that can run this entry (those with a weight form they load)."""
+        forms = self.weights.forms()
+        return [e for e in ENGINE_FORMS if self._form_for(e, forms) is not None]
+
+    def _form_for(self, engine: str, forms: list[str]) -> str | None:
+        choice = self.engines.get(engine)  # type: ignore[call-overload]
+        if choice is not None and choice.weights is not None:
+            return choice.weights if choice.weights in forms else None
+        return next((f for f in ENGINE_FORMS[engine] if f in forms), None)
+
+    def for_engine(self, engine: str) -> ModelEntry:
+        """This entry as ``engine`` runs it: one weight form, that engine's options and context.
+
+        A single-engine entry asked for its own engine comes back unchanged, so fingerprints of
+        existing recordings stay the same."""
+        if engine == self.backend and not self.engines:
+            return self
+        if engine not in ENGINE_FORMS:
+            raise ModelError(f"unknown backend '{engine}'; available: {', '.join(ENGINE_FORMS)}")
+        form = self._form_for(engine, self.weights.forms())
+        if form is None:
+            wanted = " or ".join(FORM_FIELDS[f] for f in ENGINE_FORMS[engine])
+            raise ModelError(f"backend '{engine}' cannot serve '{self.name}' ({self.source_file}): "
+                             f"the entry has no weights it loads; fix: add {wanted} to the entry, "
+                             f"or use a backend it has weights for: {', '.join(self.engine_names())}")
+        choice = self.engines.get(engine)  # type: ignore[call-overload]
+        options = choice.options if choice else self.options if engine == self.backend else {}
+        context = choice.context_length if choice and choice.context_length else self.context_length
+        return self.model_copy(update={"backend": engine, "weights": self.weights.only(form),
+                                       "options": options, "context_length": context, "engines": {}})
 
     def sampling_for(self, role: str, seed: int) -> Sampling:
         merged = {**self.sampling.get("default", {}), **self.sampling.get(role, {}), "seed": seed}

@@ -96,6 +96,8 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     run_id = config.run_id()
     recorder = Recorder(RUN, run_id, cassette, store, inner, owns_inner=owns_inner)
     engine = Engine(recorder.backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
+    if hasattr(observer, "bind"):  # progress.TurnLines reads the backend's call counters
+        observer.bind(recorder.backend)
     models = [{"name": r.name, "family": r.family, "vendor": r.vendor, "source": "registry",
                "fingerprint": weights_digest(recorder.backend, r.name)}
               for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
@@ -163,7 +165,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     else:
         world = initial_world(load_task(config.task))
         names = {config.attacker, config.judge, config.world_manager}
-        entries = {name: get_model(name) for name in names}
+        entries = {name: get_model(name).for_engine(config.backend) for name in names}
         cassette.meta = {"config": config.__dict__, "initial_world": world.model_dump(mode="json"),
                          "models": {n: e.recorded() for n, e in entries.items()},
                          "vcrime_version": __version__, "fingerprints": {}}

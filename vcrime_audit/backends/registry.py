@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..models import ModelEntry
+from ..models import ModelEntry, ModelError
 from .base import BackendError, ModelBackend
 
 # name -> "module:class"; each class takes ``entries: dict[str, ModelEntry]``
@@ -18,12 +18,13 @@ BACKENDS: dict[str, str] = {
 
 
 def make_backend(name: str, entries: dict[str, ModelEntry]) -> ModelBackend:
+    """Backend ``name`` serving ``entries``, each resolved to the weights and options that engine
+    uses (:meth:`ModelEntry.for_engine`)."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend '{name}'; available: {', '.join(sorted(BACKENDS))}")
-    wrong = {n: e.backend for n, e in entries.items() if e.backend != name}
-    if wrong:
-        listed = ", ".join(f"{n} (a {b} model)" for n, b in wrong.items())
-        raise BackendError(f"backend '{name}' cannot serve {listed}; fix: pick models whose "
-                           f"local_models/ entry says backend: {name}")
+    try:
+        resolved = {n: e.for_engine(name) for n, e in entries.items()}
+    except ModelError as exc:
+        raise BackendError(str(exc)) from None
     module, cls = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), cls)(entries)
+    return getattr(importlib.import_module(module), cls)(resolved)

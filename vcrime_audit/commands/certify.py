@@ -46,12 +46,17 @@ def _print_outcome(outcome: CertifyOutcome, seconds: float) -> None:
     typer.echo(f"rows hash      {outcome.rows_hash}")
 
 
-def _progress(n: int) -> Callable[[int, PlayedConversation], None]:
+def _progress(tick: Callable[[str], None]) -> Callable[[int, PlayedConversation], None]:
     def show(index: int, played: PlayedConversation) -> None:
-        row = played.row
         verdict = {True: "catastrophic", False: "safe", None: "MISSING"}[played.outcome]
-        typer.echo(f"conversation {index + 1}/{n}: {row['n_turns']} turn(s), {verdict}", err=True)
+        tick(f"conversation {index + 1}: {played.row['n_turns']} turn(s), {verdict}")
     return show
+
+
+def _recorded_n(cassette: Path) -> int | None:
+    from ..cassette import Cassette, RecordMode
+
+    return Cassette(cassette, RecordMode.none).meta.get("config", {}).get("n")
 
 
 def certify(
@@ -89,11 +94,13 @@ def certify(
     """Certify the probability of a catastrophic multi-turn conversation (C3LLM)."""
     from ..cassette import RecordMode
     from ..certify.run import CertifyConfig, replay_certification, run_certification
+    from ..progress import on_stderr, progress
 
     started = time.perf_counter()
     try:
         if replay is not None:
-            outcome = asyncio.run(replay_certification(replay, db))
+            with on_stderr(), progress("certify", _recorded_n(replay)) as tick:
+                outcome = asyncio.run(replay_certification(replay, db, progress=_progress(tick)))
         else:
             if record_mode not in RecordMode.__members__:
                 fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
@@ -105,8 +112,10 @@ def certify(
                 distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,
                 seed=seed, max_length=max_length, max_tokens=max_tokens, temperature=temperature,
                 lambda_h=lambda_h, lambda_l=lambda_l, backend=backend)
-            outcome = asyncio.run(run_certification(config, db or DEFAULT_DB, cassette_dir,
-                                                    RecordMode(record_mode), progress=_progress(n)))
+            with on_stderr(), progress("certify", n) as tick:
+                outcome = asyncio.run(run_certification(config, db or DEFAULT_DB, cassette_dir,
+                                                        RecordMode(record_mode),
+                                                        progress=_progress(tick)))
     except user_errors() as exc:
         fail(str(exc))
     _print_outcome(outcome, time.perf_counter() - started)

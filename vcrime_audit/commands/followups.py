@@ -41,6 +41,7 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
              record_mode: str, replay: Path | None, concurrency: int) -> FollowupOutcome:
     from ..cassette import RecordMode
     from ..followups import session
+    from ..progress import on_stderr
     from ..store import Store
 
     if not db.is_file():
@@ -51,11 +52,12 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
         fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
     try:
         store = Store(db)
-        if replay is not None:
-            return asyncio.run(session.replay(workflow, replay, store))
-        return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,
-                                          cassette_dir=cassette_dir, mode=RecordMode(record_mode),
-                                          concurrency=concurrency))
+        with on_stderr():
+            if replay is not None:
+                return asyncio.run(session.replay(workflow, replay, store))
+            return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,
+                                              cassette_dir=cassette_dir, mode=RecordMode(record_mode),
+                                              concurrency=concurrency))
     except user_errors() as exc:
         fail(str(exc))
     raise AssertionError("unreachable")

@@ -21,6 +21,8 @@ def study(
     db: Path = typer.Option(None, help="Store (default: the file's)."),
     cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
     replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; call no model."),
+    check_determinism: int = typer.Option(0, help="Afterwards send K recorded calls per run to the "
+                                                  "live backend again and store the comparison."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
@@ -78,6 +80,18 @@ def study(
                       "(no model called); to record afresh: delete them or pass --cassette-dir NEW_FOLDER")
     say_next(command_line("vcrime-audit", "runs", "--db", spec.db),
              command_line("vcrime-audit", "audit", "--db", spec.db))
+    if check_determinism > 0:
+        from ..determinism import check_study
+        from ..progress import on_stderr
+
+        with on_stderr():
+            reports = asyncio.run(check_study(spec, part, check_determinism))
+        sent = sum(len(r.checks) for r in reports)
+        same = sum(r.n_identical for r in reports)
+        rate = f" ({same / sent:.2f})" if sent else ""
+        console.print(f"determinism {same}/{sent} re-sent call(s) identical{rate} over {len(reports)} "
+                      f"run(s) on backend {spec.backend}; table determinism in {spec.db}",
+                      highlight=False)
     if result.crashed or result.not_verified:
         console.print(f"{len(result.crashed)} run(s) crashed, {len(result.not_verified)} replay(s) "
                       "differ or cannot be checked; fix: see the lines above (crashed runs run again "

@@ -32,6 +32,7 @@ from ..recorder import FOLLOWUP, Recorder, now
 from ..rowdigest import row_digest
 from ..statuses import DONE
 from ..ids import shown_path
+from ..progress import progress
 from ..store import Store
 
 META_KIND = "followup"
@@ -99,18 +100,22 @@ class Session:
         vLLM then serves them together); the first error cancels the rest."""
         semaphore = asyncio.Semaphore(self.concurrency)
 
-        async def one(item: Item) -> R:
-            async with semaphore:
-                return await work(item)
+        with progress(self.followup_id.split("-")[0], len(items)) as tick:
 
-        tasks = [asyncio.ensure_future(one(item)) for item in items]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            async def one(item: Item) -> R:
+                async with semaphore:
+                    result = await work(item)
+                tick(f"{self.backend.model_calls} calls made, {self.backend.replayed} replayed")
+                return result
+
+            tasks = [asyncio.ensure_future(one(item)) for item in items]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
     async def call(self, entry: ModelEntry, *, item: str, role: str, call: str,
                    messages: list[Message], output_model: type[T], schema: dict[str, Any],

@@ -134,6 +134,18 @@ def m007_human_ratings(db: sqlite_utils.Database) -> None:
     }, pk=("rater", "run_id", "turn"))
 
 
+def m008_determinism(db: sqlite_utils.Database) -> None:
+    """Determinism self-test results: one row per recorded call sent to a live backend again
+    (`vcrime-audit determinism`, `study --check-determinism`)."""
+    db["determinism"].create({
+        "cassette": str, "call_index": int, "backend": str, "run_id": str, "seed": int,
+        "role": str, "call": str, "model": str, "identical": int, "first_difference": int,
+        "recorded_bytes": int, "live_bytes": int, "fingerprint_match": int,
+        "live_fingerprint": str, "checked_at": str,
+    }, pk=("cassette", "call_index", "backend"))
+    db["determinism"].create_index(["run_id"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
@@ -142,6 +154,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m005_writers_and_crashes,
     m009_model_fingerprints,
     m007_human_ratings,
+    m008_determinism,
 ]
 
 

@@ -1,0 +1,1 @@
+"""Exports of a store to other tools' formats (optional extras)."""
