@@ -149,6 +149,7 @@ class Recorder:
             self.cassette.close_with_summary(summary)
             kill_point("summary")
         self._update({**fields, "writer": None, "finished_at": now()})
+        self.store.checkpoint()
         if self.cassette.recording:
             kill_point("finish")
             self.cassette.finalise()
@@ -163,6 +164,7 @@ class Recorder:
         reason = scrub_text(f"{type(exc).__name__}: {exc}")[:2000]
         try:
             self._update({"status": CRASHED, "reason": reason, "writer": None, "finished_at": now()})
+            self.store.checkpoint()
         finally:
             self._release()
 
