@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,15 @@ from . import DEMO_QUERY_FILE
 from . import store as cstore
 from .bounds import Certificate, certify
 from .distributions import DISTRIBUTIONS, ConversationDistribution, make_distribution
-from .graph import Embedder, QueryGraph, build_graph
-from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer
-from .judges import KeywordRefusalDetector, rule_judge_from_spec
+from .graph import Embedder, QueryGraph, build_graph, embedder_named
+from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer, effective_p
+from .judges import rule_judge_from_spec
 from .llm_judge import ROLE as JUDGE_ROLE
 from .llm_judge import LLMJudge, criterion_from_spec
 from .play import LLM, RULE, TARGET_ROLE, PlayedConversation, Players, play_conversation
+from .presets import SETTING_NAMES, Definition, resolve, settings_from
 from .queryfile import QuerySpec, load_query_file
+from .refusal import refusal_detector
 
 SHORT = {"random_node": "rn", "graph_path": "gp", "adaptive_rejection": "ar"}
 ALIASES = {short: kind for kind, short in SHORT.items()}
@@ -59,9 +61,10 @@ class CertifyConfig:
     distribution: str = "adaptive_rejection"
     n: int = 50
     confidence: float = 0.95
-    jailbreak_p: float = 0.25
+    jailbreak_p: float | None = None
+    """``None``: from the query file, else the preset (see :mod:`.presets`); so every rule below."""
     seed: int = 0
-    max_length: int = 4
+    max_length: int | None = None
     max_tokens: int = 96
     temperature: float | None = None
     """Target temperature; ``None`` keeps the model entry's."""
@@ -69,14 +72,23 @@ class CertifyConfig:
     lambda_h: float = 2.5
     lambda_l: float = 1.0
     backend: str = "local"
+    preset: str | None = None
+    jailbreak_ar: bool | None = None
+    ar_dead_end: str | None = None
+    gp_full_length_only: bool | None = None
+    gp_tries: int | None = None
+    final_turn: bool | None = None
+    stop_at_catastrophic: bool | None = None
+    refusal: str | None = None
+    edge_band: str | None = None
+    target_set: str | None = None
+    embedder: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "distribution", distribution_kind(self.distribution))
         problems = [
             (self.n < 1, f"n must be at least 1, got {self.n}"),
             (not 0 < self.confidence < 1, f"confidence must lie in (0, 1), got {self.confidence}"),
-            (not 0 <= self.jailbreak_p <= 1, f"jailbreak_p must lie in [0, 1], got {self.jailbreak_p}"),
-            (self.max_length < 1, f"max_length must be at least 1, got {self.max_length}"),
             (self.max_tokens < 1, f"max_tokens must be at least 1, got {self.max_tokens}"),
             (self.judge_max_tokens < 1, f"judge_max_tokens must be at least 1, got {self.judge_max_tokens}"),
             (self.temperature is not None and self.temperature < 0,
@@ -86,6 +98,23 @@ class CertifyConfig:
         for bad, message in problems:
             if bad:
                 raise ValueError(message)
+        settings_from(self.explicit_settings(), "certify options")
+        if self.preset is not None:
+            resolve(self.preset)
+
+    def explicit_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SETTING_NAMES if getattr(self, k) is not None}
+
+    def resolved(self, spec: QuerySpec) -> CertifyConfig:
+        """Every rule filled in: preset, then the query file's rules, then these options."""
+        definition = resolve(self.preset or spec.preset, spec.file_settings(),
+                             settings_from(self.explicit_settings(), "certify options"))
+        return replace(self, preset=definition.preset, **definition.settings())
+
+    def definition(self) -> Definition:
+        """The rules of a :meth:`resolved` config."""
+        return Definition.model_validate({"preset": self.preset, **{
+            k: getattr(self, k) for k in SETTING_NAMES}})
 
     @property
     def judge_is_llm(self) -> bool:
@@ -95,9 +124,25 @@ class CertifyConfig:
         return DEMO_QUERY_FILE if self.queries == DEMO else Path(self.queries)
 
     def certification_id(self, spec: QuerySpec) -> str:
-        identity = {k: v for k, v in asdict(self).items() if k not in ("queries", "seed")}
-        identity["spec"] = content_hash(spec)
+        """Name plus a hash of what decides the conversations (of a :meth:`resolved` config).
+
+        Rules at the paper preset's values stay out of the hash (length and jailbreak p always
+        in), so certifications recorded before the rules existed keep their ids.
+        """
+        rules = set(SETTING_NAMES) - {"max_length", "jailbreak_p"}
+        identity = {k: v for k, v in asdict(self).items()
+                    if k not in ("queries", "seed", "preset") and k not in rules}
+        identity.update(self.definition().differences())
+        identity["spec"] = content_hash(spec_identity(spec))
         return f"{spec.name}-{SHORT[self.distribution]}-s{self.seed}-{content_hash(identity, 4)}"
+
+
+def spec_identity(spec: QuerySpec) -> dict[str, Any]:
+    """The spec without its rules (they enter the identity resolved, through the config)."""
+    data = spec.model_dump(mode="json", exclude={"preset", "certification"})
+    for key in ("edge_band", "target_set"):
+        data["graph"].pop(key)
+    return data
 
 
 @dataclass
@@ -113,6 +158,9 @@ class CertifyOutcome:
     recorded_hash: str | None = None
     recorded_certificate: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    definition: Definition | None = None
+    dropped: list[int] = field(default_factory=list)
+    """Indices of GP samples dropped after ``gp_tries`` walks short of full length."""
 
     @property
     def identical(self) -> bool | None:
@@ -156,9 +204,10 @@ def _from_meta(cassette: Cassette) -> Setup:
         raise CassetteError(f"{cassette.path}: header.meta lacks {', '.join(missing)}; "
                             "fix: re-record the cassette")
     known = {f.name for f in fields(CertifyConfig)}
+    spec = QuerySpec.model_validate(meta["spec"])
     return Setup(
-        config=CertifyConfig(**{k: v for k, v in meta["config"].items() if k in known}),
-        spec=QuerySpec.model_validate(meta["spec"]),
+        config=CertifyConfig(**{k: v for k, v in meta["config"].items() if k in known}).resolved(spec),
+        spec=spec,
         graph=QueryGraph.model_validate(meta["graph"]),
         entries={n: ModelEntry.model_validate(e) for n, e in meta["models"].items()})
 
@@ -177,18 +226,31 @@ def _players(setup: Setup, backend: ModelBackend) -> Players:
                                          max_tokens=config.judge_max_tokens)
         llm = LLMJudge(backend, judge_entry, criterion_from_spec(spec.judge))
     return Players(backend=backend, target=target, system_prompt=spec.system_prompt,
-                   detector=KeywordRefusalDetector(), rule=rule, llm=llm,
-                   selected=LLM if config.judge_is_llm else RULE)
+                   detector=refusal_detector(config.refusal or "c3llm16"), rule=rule, llm=llm,
+                   selected=LLM if config.judge_is_llm else RULE,
+                   final_turn=bool(config.final_turn),
+                   stop_at_catastrophic=bool(config.stop_at_catastrophic))
 
 
-def _layer(spec: QuerySpec, p: float) -> JailbreakLayer:
+def _layer(spec: QuerySpec, config: CertifyConfig) -> JailbreakLayer:
+    p = effective_p(config.definition(), config.distribution)
     return JailbreakLayer(list(spec.jailbreak_templates or DEFAULT_TEMPLATES), p)
 
 
 def _distribution(config: CertifyConfig, graph: QueryGraph) -> ConversationDistribution:
-    options = ({"lambda_h": config.lambda_h, "lambda_l": config.lambda_l}
-               if config.distribution == "adaptive_rejection" else {})
-    return make_distribution(config.distribution, graph, config.max_length, **options)
+    options: dict[str, Any] = {}
+    if config.distribution == "adaptive_rejection":
+        options = {"lambda_h": config.lambda_h, "lambda_l": config.lambda_l,
+                   "dead_end": config.ar_dead_end}
+    elif config.distribution == "graph_path":
+        options = {"full_length_only": config.gp_full_length_only, "tries": config.gp_tries}
+    assert config.max_length is not None
+    distribution = make_distribution(config.distribution, graph, config.max_length, **options)
+    if options.get("full_length_only") and distribution.full_length_probability() == 0:
+        raise ValueError(f"graph_path: no walk on the graph has {config.max_length} queries, so "
+                         "every sample would be dropped; lower max_length or set "
+                         "gp_full_length_only false")
+    return distribution
 
 
 def _judge_params(players: Players) -> dict[str, Any]:
@@ -203,7 +265,8 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
     backend = RecordingBackend(cassette, inner)
     players = _players(setup, backend)
     distribution = _distribution(config, graph)
-    layer = _layer(spec, config.jailbreak_p)
+    layer = _layer(spec, config)
+    definition = config.definition()
     target_sampling = players.target.sampling_for(TARGET_ROLE, 0).model_dump(exclude={"seed"})
     cstore.start_certification(store, {
         "certification_id": cid, "name": spec.name, "queries": config.queries,
@@ -218,12 +281,17 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         "n_safe": None, "n_missing": None, "lower": None, "upper": None,
         "conservative_lower": None, "conservative_upper": None, "bounds": None,
         "seed": config.seed, "cassette": str(cassette.path), "status": "running", "reason": "",
-        "rows_hash": None, "vcrime_version": __version__, "started_at": _now(), "finished_at": None})
+        "rows_hash": None, "vcrime_version": __version__, "started_at": _now(), "finished_at": None,
+        "definition": canonical_json(definition), "n_dropped": None, "dropped": None})
     outcomes: list[bool | None] = []
+    dropped: list[int] = []
     turns = 0
     try:
         for index in range(config.n):
             played = await play_conversation(index, config.seed, distribution, layer, players, cid)
+            if played.row is None:
+                dropped.append(index)
+                continue
             cstore.commit_conversation(store, played.row)
             if cassette.recording:
                 cassette.save()
@@ -240,9 +308,11 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
             await inner.aclose()
     certificate = certify(outcomes, config.confidence)
     bounds = canonical_json(certificate)
-    digest = cstore.rows_hash(cstore.conversations(store, cid), bounds)
+    digest = cstore.rows_hash(cstore.conversations(store, cid), bounds,
+                              {"dropped": dropped} if dropped else None)
     cstore.finish_certification(
-        store, cid, status="done", k=certificate.n_catastrophic, n_safe=certificate.n_safe,
+        store, cid, status="done", n_dropped=len(dropped), dropped=canonical_json(dropped),
+        k=certificate.n_catastrophic, n_safe=certificate.n_safe,
         n_missing=certificate.n_missing, lower=certificate.judged.lower,
         upper=certificate.judged.upper, conservative_lower=certificate.conservative_lower,
         conservative_upper=certificate.conservative_upper, bounds=bounds, rows_hash=digest,
@@ -254,7 +324,7 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         cassette.save()
     return CertifyOutcome(cid, certificate, store.path, cassette.path, digest, backend.model_calls,
                           backend.replayed, turns, recorded.get("rows_hash"),
-                          recorded.get("certificate"))
+                          recorded.get("certificate"), definition=definition, dropped=dropped)
 
 
 async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
@@ -270,17 +340,22 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     conversation while the cassette records.
     """
     spec = load_query_file(config.query_path())
+    config = config.resolved(spec)
     cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
     if cassette.meta:
         setup = _from_meta(cassette)
     else:
         names = {config.model} | ({config.judge} if config.judge_is_llm else set())
         entries = {name: get_model(name) for name in sorted(names)}
-        graph = build_graph(spec, embedder=embedder)
+        params = spec.graph.model_copy(update={"edge_band": config.edge_band,
+                                               "target_set": config.target_set})
+        graph = build_graph(spec, params,
+                            embedder or embedder_named(config.embedder or "minilm"))
         setup = Setup(config, spec, graph, entries)
         cassette.meta = {"kind": META_KIND, "config": asdict(config),
                          "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
                          "models": {n: e.model_dump(mode="json") for n, e in entries.items()},
+                         "definition": config.definition().model_dump(mode="json"),
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:
