@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .presets import Definition
+
 HEADING = "## Certification (C3LLM)"
 SHORT = {"random_node": "RN", "graph_path": "GP", "adaptive_rejection": "AR"}
 
@@ -23,11 +25,9 @@ def _definition(row: Mapping[str, Any]) -> str:
     """The certificate's preset and every rule, or a note for rows stored before m006."""
     if not row.get("definition"):
         return "definition not recorded (certified before presets existed)"
-    data = json.loads(row["definition"])
-    rules = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                      for k, v in data.items() if k != "preset")
+    definition = Definition.model_validate_json(row["definition"])
     dropped = f"; {row['n_dropped']} GP sample(s) dropped" if row.get("n_dropped") else ""
-    return f"preset {data['preset']}: {rules}{dropped}"
+    return definition.describe() + dropped
 
 
 def _line(row: Mapping[str, Any]) -> list[str]:

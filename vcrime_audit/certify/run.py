@@ -124,15 +124,16 @@ class CertifyConfig:
         return DEMO_QUERY_FILE if self.queries == DEMO else Path(self.queries)
 
     def certification_id(self, spec: QuerySpec) -> str:
-        """Name plus a hash of what decides the conversations (of a :meth:`resolved` config).
+        """Name plus a hash of what decides the conversations, with every rule resolved.
 
         Rules at the paper preset's values stay out of the hash (length and jailbreak p always
         in), so certifications recorded before the rules existed keep their ids.
         """
+        config = self.resolved(spec)
         rules = set(SETTING_NAMES) - {"max_length", "jailbreak_p"}
-        identity = {k: v for k, v in asdict(self).items()
+        identity = {k: v for k, v in asdict(config).items()
                     if k not in ("queries", "seed", "preset") and k not in rules}
-        identity.update(self.definition().differences())
+        identity.update(config.definition().differences())
         identity["spec"] = content_hash(spec_identity(spec))
         return f"{spec.name}-{SHORT[self.distribution]}-s{self.seed}-{content_hash(identity, 4)}"
 
