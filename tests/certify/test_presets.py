@@ -88,7 +88,7 @@ def test_bad_rules_in_a_query_file_name_the_field(tmp_path, text, field):
 @pytest.mark.parametrize("options", [{"preset": "qrlm"}, {"ar_dead_end": "teleport"},
                                      {"refusal": "all"}, {"gp_tries": 0}])
 def test_bad_rule_options_raise_a_clear_value_error(options):
-    with pytest.raises(ValueError, match="preset|ar_dead_end|refusal|gp_tries"):
+    with pytest.raises(ValueError, match="preset|--ar-dead-end|--refusal|--gp-tries"):
         CertifyConfig(**options)
 
 

@@ -118,15 +118,15 @@ def check_preset(name: str) -> str:
     return name
 
 
-def settings_from(values: dict[str, Any], where: str) -> Settings:
-    """Validate explicit settings; a bad one raises ValueError naming ``where`` and the field."""
+def settings_from(values: dict[str, Any]) -> Settings:
+    """Validate rules given as options; a bad one raises ValueError naming the option."""
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{where}: {field}: {err['msg']} (fix: see `vcrime-audit certify "
-                         "--help` for the allowed values)") from exc
+        option = "--" + str(err["loc"][0]).replace("_", "-")
+        raise ValueError(f"{option}: {err['msg']} (got {err['input']!r}; fix: see "
+                         "`vcrime-audit certify --help` for the allowed values)") from exc
 
 
 def resolve(preset: str | None, *layers: Settings) -> Definition:

@@ -98,7 +98,7 @@ class CertifyConfig:
         for bad, message in problems:
             if bad:
                 raise ValueError(message)
-        settings_from(self.explicit_settings(), "certify options")
+        settings_from(self.explicit_settings())
         if self.preset is not None:
             resolve(self.preset)
 
@@ -108,7 +108,7 @@ class CertifyConfig:
     def resolved(self, spec: QuerySpec) -> CertifyConfig:
         """Every rule filled in: preset, then the query file's rules, then these options."""
         definition = resolve(self.preset or spec.preset, spec.file_settings(),
-                             settings_from(self.explicit_settings(), "certify options"))
+                             settings_from(self.explicit_settings()))
         return replace(self, preset=definition.preset, **definition.settings())
 
     def definition(self) -> Definition:
