@@ -22,7 +22,8 @@ from vcrime_audit.certify.exact import conversation_law
 from vcrime_audit.certify.graph import graph_from_similarities
 from vcrime_audit.certify.queryfile import Query, QuerySpec
 from vcrime_audit.certify.refusal import refusal_detector
-from vcrime_audit.certify.run import CertifyConfig, _distribution, _layer
+from vcrime_audit.certify.rules import distribution_for, graph_params, layer_for
+from vcrime_audit.certify.run import CertifyConfig
 
 from . import qrllm_sim as sim
 
@@ -66,15 +67,14 @@ def spec() -> QuerySpec:
 def project_law(preset: str, kind: str) -> tuple[dict[tuple[int, ...], float], float]:
     """Exact Pr(γ) and the per-query jailbreak probability, through the certify driver."""
     sc, query_spec = scenario(), spec()
-    config = CertifyConfig(preset=preset, distribution=kind).resolved(query_spec)
-    params = query_spec.graph.model_copy(update={"edge_band": config.edge_band,
-                                                 "target_set": config.target_set})
-    graph = graph_from_similarities(query_spec, sc.sims, sc.target_sims, params, {"model": "hand"})
-    distribution = _distribution(config, graph)
-    detector = refusal_detector(config.refusal)
-    stop = (lambda v: v in HARMFUL) if config.stop_at_catastrophic else None
+    definition = CertifyConfig(preset=preset).resolved(query_spec).definition()
+    graph = graph_from_similarities(query_spec, sc.sims, sc.target_sims,
+                                    graph_params(query_spec, definition), {"model": "hand"})
+    distribution = distribution_for(kind, graph, definition)
+    detector = refusal_detector(definition.refusal)
+    stop = (lambda v: v in HARMFUL) if definition.stop_at_catastrophic else None
     law = conversation_law(distribution, lambda v: detector(ANSWERS[v]), stop)
-    layer = _layer(query_spec, config)
+    layer = layer_for(query_spec, definition, kind)
     return law, 1.0 - layer.law().get("identity", 0.0)
 
 
@@ -157,17 +157,15 @@ def test_the_rules_matter_on_this_graph():
         assert tv > 0.1, (kind, tv)
 
 
-def test_the_simulated_dead_end_and_drop_effects_match_the_exact_numbers():
-    """AR jumps in the released code: the share of conversations with a jump, exactly; GP drops."""
+def test_the_simulated_gp_drops_match_the_exact_rate():
+    """A released-code GP sample is dropped with probability (1 - Pr(full length))^5."""
     rng = np.random.default_rng(5)
     sc = scenario()
     law, _ = project_law("qrllm", "graph_path")
-    from vcrime_audit.certify.run import CertifyConfig as Config
-
-    config = Config(preset="qrllm", distribution="gp").resolved(spec())
-    params = spec().graph.model_copy(update={"edge_band": "strict", "target_set": "threshold"})
-    graph = graph_from_similarities(spec(), sc.sims, sc.target_sims, params, {"model": "hand"})
-    full = _distribution(config, graph).full_length_probability()
+    definition = CertifyConfig(preset="qrllm").resolved(spec()).definition()
+    graph = graph_from_similarities(spec(), sc.sims, sc.target_sims,
+                                    graph_params(spec(), definition), {"model": "hand"})
+    full = distribution_for("graph_path", graph, definition).full_length_probability()
     sample = sim.graph_path(sc, sim.RELEASED, N, rng)
     expected_drop = (1 - full) ** 5
     se = math.sqrt(expected_drop * (1 - expected_drop) / N)

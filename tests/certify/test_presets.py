@@ -22,12 +22,8 @@ from vcrime_audit.certify.presets import PAPER, PRESETS, QRLLM
 from vcrime_audit.certify.queryfile import QueryFileError, load_query_file
 from vcrime_audit.certify.refusal import refusal_detector
 from vcrime_audit.certify.report import certification_section
-from vcrime_audit.certify.run import (
-    CertifyConfig,
-    _distribution,
-    replay_certification,
-    run_certification,
-)
+from vcrime_audit.certify.rules import distribution_for
+from vcrime_audit.certify.run import CertifyConfig, replay_certification, run_certification
 from vcrime_audit.store import Store
 
 from .scripted import WordEmbedder, target_answer
@@ -95,9 +91,10 @@ def test_bad_rule_options_raise_a_clear_value_error(options):
 def exact_law_of(config: CertifyConfig, graph: QueryGraph):
     """AR under qrllm gets no templates, so its answers (and refusals) follow the node's text,
     and no answer leaks; RN and GP conversations are drawn whole, whatever stops the play."""
-    detector = refusal_detector(config.refusal)
+    definition = config.definition()
+    detector = refusal_detector(definition.refusal)
     texts = [node.text for node in graph.nodes]
-    return conversation_law(_distribution(config, graph),
+    return conversation_law(distribution_for(config.distribution, graph, definition),
                             lambda v: detector(target_answer_text(texts[v])))
 
 

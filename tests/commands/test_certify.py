@@ -60,9 +60,9 @@ def test_the_same_options_replay_the_existing_cassette(recorded, tmp_path):
     (["--queries", "no/such/file.yaml"], "file not found"),
     (["--replay", "no/such/cassette.jsonl.gz"], "no such cassette"),
     (["--preset", "qrlm"], "unknown preset 'qrlm'; choose one of paper, qrllm"),
-    (["--ar-dead-end", "teleport"], "--ar-dead-end: Input should be 'stop' or 'jump'"),
-    (["--refusal", "maybe"], "--refusal: Input should be"),
-    (["--gp-tries", "0"], "--gp-tries: Input should be greater than or equal to 1"),
+    (["--ar-dead-end", "teleport"], "ar_dead_end (--ar-dead-end): Input should be 'stop' or 'jump'"),
+    (["--refusal", "maybe"], "refusal (--refusal): Input should be"),
+    (["--gp-tries", "0"], "gp_tries (--gp-tries): Input should be greater than or equal to 1"),
 ])
 def test_bad_input_exits_2_with_the_reason(arguments, message, tmp_path):
     done = runner.invoke(app, [*arguments, "--db", str(tmp_path / "x.sqlite"),

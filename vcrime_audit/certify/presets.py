@@ -124,9 +124,10 @@ def settings_from(values: dict[str, Any]) -> Settings:
         return Settings.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
-        option = "--" + str(err["loc"][0]).replace("_", "-")
-        raise ValueError(f"{option}: {err['msg']} (got {err['input']!r}; fix: see "
-                         "`vcrime-audit certify --help` for the allowed values)") from exc
+        name = str(err["loc"][0])
+        raise ValueError(f"{name} (--{name.replace('_', '-')}): {err['msg']} (got "
+                         f"{err['input']!r}; fix: see `vcrime-audit certify --help` for the "
+                         "allowed values)") from exc
 
 
 def resolve(preset: str | None, *layers: Settings) -> Definition:

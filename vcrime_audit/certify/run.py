@@ -25,9 +25,9 @@ from ..store import Store
 from . import DEMO_QUERY_FILE
 from . import store as cstore
 from .bounds import Certificate, certify
-from .distributions import DISTRIBUTIONS, ConversationDistribution, make_distribution
-from .graph import Embedder, QueryGraph, build_graph, embedder_named
-from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer, effective_p
+from .distributions import DISTRIBUTIONS, ConversationDistribution
+from .graph import Embedder, QueryGraph
+from .jailbreak import JailbreakLayer
 from .judges import rule_judge_from_spec
 from .llm_judge import ROLE as JUDGE_ROLE
 from .llm_judge import LLMJudge, criterion_from_spec
@@ -35,6 +35,7 @@ from .play import LLM, RULE, TARGET_ROLE, PlayedConversation, Players, play_conv
 from .presets import SETTING_NAMES, Definition, resolve, settings_from
 from .queryfile import QuerySpec, load_query_file
 from .refusal import refusal_detector
+from .rules import distribution_for, graph_for, layer_for
 
 SHORT = {"random_node": "rn", "graph_path": "gp", "adaptive_rejection": "ar"}
 ALIASES = {short: kind for kind, short in SHORT.items()}
@@ -227,31 +228,19 @@ def _players(setup: Setup, backend: ModelBackend) -> Players:
                                          max_tokens=config.judge_max_tokens)
         llm = LLMJudge(backend, judge_entry, criterion_from_spec(spec.judge))
     return Players(backend=backend, target=target, system_prompt=spec.system_prompt,
-                   detector=refusal_detector(config.refusal or "c3llm16"), rule=rule, llm=llm,
+                   detector=refusal_detector(config.definition().refusal), rule=rule, llm=llm,
                    selected=LLM if config.judge_is_llm else RULE,
                    final_turn=bool(config.final_turn),
                    stop_at_catastrophic=bool(config.stop_at_catastrophic))
 
 
 def _layer(spec: QuerySpec, config: CertifyConfig) -> JailbreakLayer:
-    p = effective_p(config.definition(), config.distribution)
-    return JailbreakLayer(list(spec.jailbreak_templates or DEFAULT_TEMPLATES), p)
+    return layer_for(spec, config.definition(), config.distribution)
 
 
 def _distribution(config: CertifyConfig, graph: QueryGraph) -> ConversationDistribution:
-    options: dict[str, Any] = {}
-    if config.distribution == "adaptive_rejection":
-        options = {"lambda_h": config.lambda_h, "lambda_l": config.lambda_l,
-                   "dead_end": config.ar_dead_end}
-    elif config.distribution == "graph_path":
-        options = {"full_length_only": config.gp_full_length_only, "tries": config.gp_tries}
-    assert config.max_length is not None
-    distribution = make_distribution(config.distribution, graph, config.max_length, **options)
-    if options.get("full_length_only") and distribution.full_length_probability() == 0:
-        raise ValueError(f"graph_path: no walk on the graph has {config.max_length} queries, so "
-                         "every sample would be dropped; lower max_length or set "
-                         "gp_full_length_only false")
-    return distribution
+    return distribution_for(config.distribution, graph, config.definition(), config.lambda_h,
+                            config.lambda_l)
 
 
 def _judge_params(players: Players) -> dict[str, Any]:
@@ -348,10 +337,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     else:
         names = {config.model} | ({config.judge} if config.judge_is_llm else set())
         entries = {name: get_model(name) for name in sorted(names)}
-        params = spec.graph.model_copy(update={"edge_band": config.edge_band,
-                                               "target_set": config.target_set})
-        graph = build_graph(spec, params,
-                            embedder or embedder_named(config.embedder or "minilm"))
+        graph = graph_for(spec, config.definition(), embedder)
         setup = Setup(config, spec, graph, entries)
         cassette.meta = {"kind": META_KIND, "config": asdict(config),
                          "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
