@@ -25,7 +25,7 @@ Two variants from the authors' released code (see :mod:`.presets`):
 - GP with ``full_length_only``: a walk shorter than ``max_length`` is rejected and drawn again,
   at most ``tries`` times; a sample whose tries all fail is *dropped* (the caller counts it).
   A kept walk has the conditioned law Pr(γ) / Pr(full length), the denominator computed exactly
-  by :func:`.exact.reach_probability`.
+  by :func:`.exact.graph_path_reach`.
 
 Sampling is step-wise (:meth:`ConversationDistribution.start` returns a :class:`Walk`) so a
 caller can play each query against a model before the next one is drawn.
@@ -238,9 +238,9 @@ class GraphPath(ConversationDistribution):
     def full_length_probability(self) -> float:
         """Pr(a walk reaches max_length queries), exactly, over the lifted state."""
         if self._full is None:
-            from .exact import reach_probability
+            from .exact import graph_path_reach
 
-            self._full = reach_probability(self, self.max_length)
+            self._full = graph_path_reach(self.graph, self.max_length)
         return self._full
 
     def parameters(self) -> dict[str, Any]:

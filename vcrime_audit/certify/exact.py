@@ -9,8 +9,10 @@ queries depend on the answers; RN and GP conversations are drawn whole before th
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 from .distributions import TAU, ConversationDistribution, GraphPath, LiftedState
+from .graph import QueryGraph
 
 NodeFlag = Callable[[int], bool]
 
@@ -34,6 +36,28 @@ def reach_probability(distribution: ConversationDistribution, length: int,
         return memo[key]
 
     return reach(LiftedState())
+
+
+def graph_path_reach(graph: QueryGraph, length: int) -> float:
+    """Pr(a Graph Path walk reaches ``length`` queries): the same number as
+    :func:`reach_probability` of a :class:`GraphPath`, over bitmask lifted states (fast enough
+    for the paper's graph sizes)."""
+    neighbours = [sum(1 << u for u in graph.neighbours(v)) for v in range(graph.size)]
+
+    @lru_cache(maxsize=None)
+    def reach(v: int, visited: int, left: int) -> float:
+        if left == 0:
+            return 1.0
+        free = neighbours[v] & ~visited
+        if not free:
+            return 0.0
+        if left == 1:
+            return 1.0
+        nodes = [u for u in range(graph.size) if free >> u & 1]
+        return sum(reach(u, visited | 1 << u, left - 1) for u in nodes) / len(nodes)
+
+    targets = sorted(graph.target_indices())
+    return sum(reach(t, 1 << t, length - 1) for t in targets) / len(targets)
 
 
 def conversation_law(distribution: ConversationDistribution, refusal: NodeFlag | None = None,

@@ -32,7 +32,7 @@ def _definition(row: Mapping[str, Any]) -> str:
 
 def _line(row: Mapping[str, Any]) -> list[str]:
     done = row.get("status") == "done"
-    n_judged = (row["n"] - row["n_missing"]) if done else None
+    n_judged = (row["n"] - row["n_missing"] - (row.get("n_dropped") or 0)) if done else None
     return [
         f"`{row['certification_id']}`",
         row["name"],
