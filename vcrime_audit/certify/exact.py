@@ -9,7 +9,7 @@ queries depend on the answers; RN and GP conversations are drawn whole before th
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 from .distributions import TAU, ConversationDistribution, GraphPath, LiftedState
 from .graph import QueryGraph
@@ -44,7 +44,7 @@ def graph_path_reach(graph: QueryGraph, length: int) -> float:
     for the paper's graph sizes)."""
     neighbours = [sum(1 << u for u in graph.neighbours(v)) for v in range(graph.size)]
 
-    @lru_cache(maxsize=None)
+    @cache
     def reach(v: int, visited: int, left: int) -> float:
         if left == 0:
             return 1.0
