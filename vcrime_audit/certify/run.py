@@ -325,7 +325,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     """Certify the target model on the config's query graph, recording every model call.
 
     An existing cassette supplies the spec, graph and model entries it was recorded with.
-    ``backend`` (the inner backend) and ``embedder`` default to the registry's and MiniLM;
+    ``backend`` (the inner backend) and ``embedder`` default to the registry's and the rules';
     a given ``backend`` is closed at the end like a built one. ``progress`` is called after each
     conversation while the cassette records.
     """
