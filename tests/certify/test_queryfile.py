@@ -19,7 +19,8 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def as_jsonl(data: dict) -> str:
     lines = [{"kind": "meta", **{k: data[k] for k in ("name", "description", "system_prompt",
-                                                       "judge", "graph") if k in data}},
+                                                       "judge", "graph", "preset",
+                                                       "certification") if k in data}},
              {"kind": "target", **data["target"]}]
     lines += [{"kind": "query", **q} for q in data["queries"]]
     lines += [{"kind": "jailbreak", **t} for t in data.get("jailbreak_templates", [])]

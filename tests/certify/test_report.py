@@ -43,3 +43,17 @@ def test_rows_keep_their_order_and_an_empty_store_says_so():
     assert [c[2] for c in table_rows(text)] == ["GP", "RN"]
     empty = certification_section([])
     assert empty.startswith(HEADING) and "No certification" in empty and "|" not in empty
+
+
+def test_each_certificate_names_its_definition_and_drops():
+    from vcrime_audit.certify.presets import PRESETS
+
+    stored = PRESETS["qrllm"].model_dump_json()
+    text = certification_section([row(definition=stored, n_dropped=2), row(certification_id="old")])
+    [with_drops, old] = table_rows(text)
+    assert with_drops[6] == "3/7" and old[6] == "3/9"
+    assert ("- `secret_keeping-ar-s0-abcd1234`: preset qrllm: max_length=5, jailbreak_p=0.2, "
+            "jailbreak_ar=false, ar_dead_end=jump, gp_full_length_only=true, gp_tries=5, "
+            "final_turn=true, stop_at_catastrophic=true, refusal=qrllm4, edge_band=strict, "
+            "target_set=threshold, embedder=mpnet; 2 GP sample(s) dropped") in text
+    assert "- `old`: definition not recorded" in text

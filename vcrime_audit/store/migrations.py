@@ -146,15 +146,25 @@ def m008_determinism(db: sqlite_utils.Database) -> None:
     db["determinism"].create_index(["run_id"])
 
 
+def m006_certification_settings(db: sqlite_utils.Database) -> None:
+    """A certificate's definition (its preset and every rule, canonical JSON) and the GP samples
+    dropped after their tries (count and JSON list of sample indices)."""
+    table = db["certifications"]
+    table.add_column("definition", str)
+    table.add_column("n_dropped", int)
+    table.add_column("dropped", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     m001_runs_turns_calls,
     m002_harm_meta_models,
     m003_certifications,
     m004_followups,
     m005_writers_and_crashes,
-    m009_model_fingerprints,
+    m006_certification_settings,
     m007_human_ratings,
     m008_determinism,
+    m009_model_fingerprints,
 ]
 
 
