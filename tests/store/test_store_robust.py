@@ -85,6 +85,17 @@ def test_a_store_missing_a_table_or_column_is_refused(tmp_path, damage, named):
     assert named in integrity_problems(path)
 
 
+def test_a_store_that_records_no_migration_is_refused(tmp_path):
+    path = _store(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM _migrations")
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="not a vcrime-audit store.*fix:"):
+            Store(path, readonly=readonly)
+    code, out = _cli("audit", "--db", str(path), "--out", str(tmp_path / "report"))
+    assert code == 2 and "not a vcrime-audit store" in out and len(out.strip().splitlines()) == 1
+
+
 def test_integrity_problems_of_a_sound_and_a_corrupted_store(tmp_path):
     path = _store(tmp_path)
     assert integrity_problems(path) == []
