@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..backends.base import Message
+from ..clock import due
 from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
 from ..patch import (
     NPC_STATUSES,
@@ -81,9 +82,10 @@ def phase_messages(world: WorldState, phase: str, action: Action, outcome: dict[
 
 
 def due_events(world: WorldState) -> list[str]:
-    now = world.globals.clock
+    """Pending events whose clock time has come, counted in minutes since the start."""
+    g = world.globals
     return [e.id for e in world.events.values()
-            if e.status == "pending" and e.at is not None and e.at <= now]
+            if e.status == "pending" and e.at is not None and due(e.at, g.minutes, g.start_clock)]
 
 
 __all__ = ["PhaseOutput", "parse_ops", "check_ops", "phase_schema", "phase_messages",
