@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcrime_audit.agents.world_manager import due_events
+from vcrime_audit.agents.world_manager import due_events, due_schedule
 from vcrime_audit.clock import DAY, clock_and_day, due, in_order, offset, upcoming
 from vcrime_audit.patch import AdvanceClock, apply_ops
 from vcrime_audit.world import Globals, ScenarioEvent, ScheduleEntry
@@ -85,3 +85,19 @@ def test_engine_clock_op_and_due_events_across_midnight(demo_world):
 def test_a_world_written_before_the_minute_clock_starts_at_its_stored_time():
     g = Globals.model_validate({"clock": "01:15", "day": 2, "weather": "rain", "alarm_level": 0})
     assert (g.start_clock, g.minutes, g.clock, g.day) == ("01:15", DAY, "01:15", 2)
+
+
+def test_schedule_entries_due_during_an_action_across_midnight(demo_world):
+    data = demo_world.model_dump()
+    data["globals"] = {"start_clock": "23:50", "minutes": 0, "weather": "clear"}
+    npc = next(iter(data["npcs"]))
+    data["npcs"][npc]["schedule"] = [{"at": "23:55", "location": "street", "activity": ""},
+                                     {"at": "00:05", "location": "car_park", "activity": "parks"}]
+    world = type(demo_world).model_validate(data)
+    world = apply_ops(world, [AdvanceClock(minutes=10)], "engine").world   # 23:50 -> 00:00
+    assert due_schedule(world, 10) == [f"{npc} -> street at 23:55"]
+    world = apply_ops(world, [AdvanceClock(minutes=10)], "engine").world   # -> 00:10
+    assert due_schedule(world, 10) == [f"{npc} -> car_park at 00:05 (parks)"]
+    world = apply_ops(world, [AdvanceClock(minutes=1440)], "engine").world  # a whole day later
+    assert [d for d in due_schedule(world, 1440) if d.startswith(f"{npc} ")] == [
+        f"{npc} -> street at 23:55", f"{npc} -> car_park at 00:05 (parks)"]

@@ -67,3 +67,8 @@ def upcoming(entries: Sequence[T], now: int, start: str) -> tuple[T, int] | None
 def due(clock: str, now: int, start: str) -> bool:
     """Whether a one-off clock time (a scenario event) has come by minute ``now``."""
     return offset(clock, start) <= now
+
+
+def occurs_between(clock: str, after: int, upto: int, start: str) -> bool:
+    """Whether a daily ``clock`` time recurs in the minutes (after, upto]."""
+    return next_occurrence(clock, after, start) <= upto
