@@ -125,6 +125,7 @@ def _add_subcommands() -> None:
     from .commands.audit import app as audit_app
     from .commands.certify import certify
     from .commands.followups import annotate, interrogate, rejudge
+    from .commands.plans import rejudge_plan
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
 
@@ -132,6 +133,7 @@ def _add_subcommands() -> None:
     app.add_typer(audit_app, name="audit")
     app.command()(certify)
     app.command()(rejudge)
+    app.command("rejudge-plan")(rejudge_plan)
     app.command()(annotate)
     app.command()(interrogate)
     app.command()(study)
