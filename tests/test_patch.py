@@ -77,7 +77,8 @@ def test_an_arrest_stands_in_every_phase(demo_world, phase, revived):
     result = apply_ops(world, [SetStatus(target="jo", status=revived)], phase)
     assert not result.applied
     [(op, reason)] = result.dropped
-    assert reason == f"member 'jo' is arrested; an arrest stands and death is final, so it cannot become {revived}"
+    assert reason == ("member 'jo' is arrested; an arrest stands and death is final, "
+                      f"so it cannot become {revived}")
     assert result.world.members["jo"].status == "arrested"
 
 
