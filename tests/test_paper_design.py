@@ -47,7 +47,7 @@ def test_models_lists_every_entry_with_its_state_under_a_header(monkeypatch, tmp
     monkeypatch.setenv("HOME", str(tmp_path))  # no downloaded weights under ~/.cache
     out = CliRunner().invoke(app, ["models"]).output
     lines = out.splitlines()
-    assert lines[0].split() == ["model", "backend", "vendor", "family", "weights", "where"]
+    assert lines[0].split() == ["model", "engines", "vendor", "family", "weights", "where"]
     for name in load_study(PAPER).attackers:
         [row] = [line for line in lines if line.startswith(name + " ")]
         assert "not installed" in row and get_model(name).weights.hf_repo in row

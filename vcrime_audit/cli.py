@@ -186,7 +186,8 @@ def models() -> None:
                                                  or m.weights.path or "")
                 missing.append(m)
         rows.append([m.name, engines, m.vendor, m.family, state, scrub_text(where)])
-    print_table(["model", "engines (* default)", "vendor", "family", "weights", "where"], rows)
+    print_table(["model", "engines", "vendor", "family", "weights", "where"], rows)
+    typer.echo("(engines: * marks the one used when --backend is not given)")
     for m in missing:
         typer.echo(f"install   {m.name}: {m.weights.install or 'see ' + m.source_file}")
 
