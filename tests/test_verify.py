@@ -11,17 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests import committed
 from vcrime_audit.cassette.persist import read_records, write_records
 from vcrime_audit.cli import app
 from vcrime_audit.runner import replay
 from vcrime_audit.verify import Verifier
 
-ROOT = Path(__file__).resolve().parent.parent
-CASSETTES = ROOT / "cassettes"
-DEMO = CASSETTES / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
-CERTIFY = CASSETTES / "certify-secret_keeping-ar-s0-b6287f31.jsonl.gz"
-FOLLOWUPS = [CASSETTES / "rejudge-b77c778b.jsonl.gz", CASSETTES / "annotate-90948d75.jsonl.gz",
-             CASSETTES / "interrogate-19c03dd6.jsonl.gz"]
+FOLLOWUPS = [committed.FOLLOWUPS[kind] for kind in ("rejudge", "annotate", "interrogate")]
+CASSETTES, DEMO, CERTIFY = committed.CASSETTES, committed.DEMO_RUN, committed.CERTIFY
 
 
 @pytest.fixture(scope="module")
