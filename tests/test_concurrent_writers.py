@@ -31,7 +31,7 @@ def test_ten_processes_replaying_one_run_into_one_store(tmp_path):
     children = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(10)]
     results = [(c.wait(timeout=180), *c.communicate()) for c in children]
-    for code_, out, err in results:
+    for code_, _out, err in results:
         assert "Traceback" not in err, err
         assert code_ == 0 or (code_ == 2 and "is being written by process" in err
                               and err.count("\n") == 1), (code_, err)

@@ -127,4 +127,5 @@ def test_a_killed_live_episode_resumes_to_the_uninterrupted_rows(tmp_path):
     resumed = asyncio.run(run_episode(config, tmp_path / "a.sqlite", tmp_path / "a", RecordMode.new))
     assert resumed.model_calls == 0 and resumed.check.ok
     fresh = asyncio.run(run_episode(config, tmp_path / "b.sqlite", tmp_path / "b"))
+    assert fresh.model_calls > 0
     assert rows(tmp_path / "a.sqlite", config.run_id()) == rows(tmp_path / "b.sqlite", config.run_id())

@@ -5,8 +5,8 @@ import pytest
 
 from vcrime_audit.engine import (
     LOST,
-    MODEL_ERROR,
     MAX_TURNS,
+    MODEL_ERROR,
     STALLED,
     WON,
     Engine,

@@ -10,11 +10,11 @@ import typer
 
 from .commands.common import (
     command_line,
-    printable,
-    reading_store,
     fail,
     make_console,
     print_table,
+    printable,
+    reading_store,
     report_check,
     say_next,
     say_reused,

@@ -29,9 +29,8 @@ from .patch import (
     apply_ops,
     turn_start_locations,
 )
-from .world import WorldState
-
 from .statuses import LOST, MAX_TURNS, MODEL_ERROR, RUNNING, STALLED, WON
+from .world import WorldState
 
 
 @dataclass(frozen=True)

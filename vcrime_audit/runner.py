@@ -15,15 +15,15 @@ from .cassette import Cassette, CassetteError, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .fingerprints import weights_digest
-from .models import DEFAULT_MODEL, ModelEntry, get_model
-from .scenario import initial_world, load_task
 from .identity import IDENTICAL, ReplayCheck
+from .ids import MAX_RUN_ID, check_id, inside, shown_path
+from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .recorder import RUN, Recorder, now
 from .rowdigest import row_digest
+from .scenario import initial_world, load_task
 from .statuses import MAX_TURNS
 from .store import Store
 from .store.db import trajectory_rows
-from .ids import MAX_RUN_ID, check_id, inside, shown_path
 from .world import WorldState
 
 

@@ -139,7 +139,7 @@ class Verifier:
         return None
 
     def _run(self, store: Store, row: dict[str, Any]) -> None:
-        from .runner import RunConfig, _from_meta, run_episode
+        from .runner import _from_meta, run_episode
 
         run_id = row["run_id"]
         early = self._unfinished("run", run_id, row)

@@ -4,18 +4,17 @@ import asyncio
 import gzip
 import json
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.committed import DEMO_RUN
 from vcrime_audit.agents import attacker, judge, world_manager
 from vcrime_audit.agents.calling import call_structured
 from vcrime_audit.agents.render import full_view, visible_ids
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
 from vcrime_audit.backends.registry import make_backend
 from vcrime_audit.backends.scripted import Hints, ScriptedBackend
-from tests.committed import DEMO_RUN
 from vcrime_audit.engine import Engine, EpisodeLimits, Roles
 from vcrime_audit.models import ModelEntry
 from vcrime_audit.patch import PHASES

@@ -206,8 +206,8 @@ def test_any_byte_edit_is_caught_or_harmless(tmp_path_factory, data):
 def test_format_1_cassettes_still_read(tmp_path):
     path = tmp_path / "old.jsonl.gz"
     req = request()
-    from vcrime_audit.cassette.keys import cassette_key
     from vcrime_audit.canonical import to_plain
+    from vcrime_audit.cassette.keys import cassette_key
 
     call = {"type": "call", "key": cassette_key(req, {"e": 1}), "request": to_plain(req),
             "fingerprint": {"e": 1}, "result": {"text": "old", "finish_reason": "stop",

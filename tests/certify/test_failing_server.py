@@ -111,7 +111,8 @@ def test_failed_judge_calls_replay_to_the_identical_certificate(tmp_path, monkey
     rows = cstore.conversations(Store(tmp_path / "s.sqlite"), outcome.certification_id)
     errors = [t["judgments"]["llm"]["error"] for r in rows for t in json.loads(r["turns"])
               if t.get("judgments")]
-    assert errors and all("Authorization: [scrubbed]" in e and "rejected the request (400)" in e for e in errors)
+    assert errors and all("Authorization: [scrubbed]" in e and "rejected the request (400)" in e
+                          for e in errors)
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@
 import sqlite_utils
 
 from vcrime_audit.store import Store
-from vcrime_audit.store.migrations import MIGRATIONS, m004_followups, migrate
+from vcrime_audit.store.migrations import MIGRATIONS, migrate
 
 TABLES = {"followups", "followup_calls", "rejudged_turns", "annotations", "annotation_results",
           "interrogations"}

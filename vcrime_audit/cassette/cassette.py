@@ -118,7 +118,7 @@ class Cassette:
         self.format = int(records[0]["format"])
         self.meta = records[0].get("meta") or {}
         chain = ""
-        for number, (record, line) in enumerate(zip(records, lines), start=1):
+        for number, (record, line) in enumerate(zip(records, lines, strict=True), start=1):
             kind = record["type"]
             if number > 1 and kind == "header":
                 raise CassetteError(f"{where}: record {number}: a second header; fix: re-record")

@@ -19,9 +19,9 @@ from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
+from ..identity import IDENTICAL, ReplayCheck
 from ..ids import shown_path
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
-from ..identity import IDENTICAL, ReplayCheck
 from ..recorder import CERTIFICATION, Recorder, now
 from ..rowdigest import row_digest
 from ..statuses import DONE

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents.attacker import Action
-from ..statuses import RUN_OUTCOMES as FINAL_STATUSES
 from ..canonical import blake2b_hex
 from ..patch import SetAttacker, apply_ops
+from ..statuses import RUN_OUTCOMES as FINAL_STATUSES
 from ..store import Store
 from ..world import WorldState
 

@@ -26,13 +26,13 @@ from ..cassette import Cassette, CassetteError, RecordMode
 from ..cassette.cassette import UNIT
 from ..defaults import DEFAULT_CASSETTES
 from ..fingerprints import weights_digest
-from ..models import ModelEntry, get_model
 from ..identity import IDENTICAL, ReplayCheck
+from ..ids import shown_path
+from ..models import ModelEntry, get_model
+from ..progress import progress
 from ..recorder import FOLLOWUP, Recorder, now
 from ..rowdigest import row_digest
 from ..statuses import DONE
-from ..ids import shown_path
-from ..progress import progress
 from ..store import Store
 
 META_KIND = "followup"
