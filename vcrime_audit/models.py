@@ -140,7 +140,7 @@ class ModelEntry(BaseModel):
 
         A single-engine entry asked for its own engine comes back unchanged, so fingerprints of
         existing recordings stay the same."""
-        if engine == self.backend and not self.engines:
+        if (engine == self.backend and not self.engines) or self.backend == "human":
             return self
         if engine not in ENGINE_FORMS:
             raise ModelError(f"unknown backend '{engine}'; available: {', '.join(ENGINE_FORMS)}")

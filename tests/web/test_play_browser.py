@@ -115,7 +115,9 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
          t.plan.memory, t.plan.plan) for t in played]
 
     # in the cassette, the person's answers are those of a `human` participant, with timing
-    calls = Cassette(Path(run["cassette"]), RecordMode.none).calls
+    # the store keeps no absolute path of this machine: find the cassette by its name
+    cassette = next(tmp_path.rglob(Path(run["cassette"]).name))
+    calls = Cassette(cassette, RecordMode.none).calls
     human = [r for r in calls if r["request"]["role"] == "attacker"]
     assert [r["request"]["call"] for r in human] == ["plan", "act"] * len(played)
     assert all(r["fingerprint"] == {"engine": "human", "player": "alice"} for r in human)
@@ -124,7 +126,7 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
 
     # and the run replays from its cassette alone, row for row
     replayed = tmp_path / "replayed.sqlite"
-    done = subprocess.run([sys.executable, "-m", "vcrime_audit.cli", "replay", run["cassette"], "--db",
+    done = subprocess.run([sys.executable, "-m", "vcrime_audit.cli", "replay", str(cassette), "--db",
                            str(replayed)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "identical turn rows" in done.stdout
