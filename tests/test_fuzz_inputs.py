@@ -144,14 +144,13 @@ def test_study_refuses_bad_files(tmp_path, content, named):
 
 
 def test_replay_refuses_a_cassette_whose_task_escapes(tmp_path):
-    import gzip
+    from vcrime_audit.cassette.persist import read_records, write_records
 
     source = ROOT / "cassettes" / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
-    lines = gzip.decompress(source.read_bytes()).decode().splitlines()
-    header = json.loads(lines[0])
-    header["meta"]["config"]["task"] = "../../outside"
+    records = read_records(source)
+    records[0]["meta"]["config"]["task"] = "../../outside"
     path = tmp_path / "c.jsonl.gz"
-    path.write_bytes(gzip.compress(("\n".join([json.dumps(header), *lines[1:]]) + "\n").encode()))
+    write_records(path, records)  # re-signed, so only the id check can refuse it
     result = CliRunner().invoke(app, ["replay", str(path)])
     assert result.exit_code == 2 and "not a valid id" in result.output
     assert not (tmp_path.parent / "outside").exists()

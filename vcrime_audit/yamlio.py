@@ -15,6 +15,8 @@ the column, the problem and the fix.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,13 @@ class StrictLoader(yaml.SafeLoader):
                                      f"{first})", key_node.start_mark, "keep one of the two")
             seen[key] = key_node
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.1 reads "1e-05" (an exponent without a dot) as a string; JSON reads it as a number.
+StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 def loads(text: str) -> Any:
