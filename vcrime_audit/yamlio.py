@@ -16,7 +16,6 @@ the column, the problem and the fix.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any
 
