@@ -177,7 +177,7 @@ def models() -> None:
         resolved = m.for_engine(m.backend)
         if resolved.weights.served_name:
             url = resolved.options.get("base_url", "$VCRIME_OPENAI_BASE_URL")
-            state, where = "served", f"{resolved.weights.served_name} at {url}"
+            state, where = "served", f"served as {resolved.weights.served_name} at {url}"
         else:
             try:
                 state, where = "installed", str(resolved.weights_path())
