@@ -16,10 +16,7 @@ FOLLOWUPS = {
     "interrogate": CASSETTES / "interrogate-19c03dd6.jsonl.gz",
 }
 HARM_CHECK = CASSETTES / "harmcheck-bf400d8f.jsonl.gz"
-VLLM_CPU = CASSETTES / "vllm-cpu-robotics_company__data_theft-s0-c2a4f483.jsonl.gz"
-HUMAN_DEMO = CASSETTES / "human-demo" / "robotics_company__data_theft-s0-40ffffb9.jsonl.gz"
 STUDY_DEMO = CASSETTES / "study-demo"
 STUDY_DEMO_RUNS = tuple(STUDY_DEMO / f"{name}.jsonl.gz" for name in (
-    "robotics_company__data_theft-s0-2cc801be", "robotics_company__data_theft-s1-2cc801be",
-    "robotics_company__theft-s0-2cc801be", "robotics_company__theft-s1-2cc801be"))
-ALL = (DEMO_RUN, CERTIFY, *FOLLOWUPS.values(), HARM_CHECK, HUMAN_DEMO, VLLM_CPU, *STUDY_DEMO_RUNS)
+    "robotics_company__data_theft-s0-4aa44143", "robotics_company__theft-s0-4aa44143"))
+ALL = (DEMO_RUN, CERTIFY, *FOLLOWUPS.values(), HARM_CHECK, *STUDY_DEMO_RUNS)

@@ -15,7 +15,7 @@ from vcrime_audit.engine import (
     derive_seed,
     sample_outcome,
 )
-from vcrime_audit.patch import SetState
+from vcrime_audit.patch import SetState, SetStatus
 
 from .scripts import judge_answer, scripted_episode
 
@@ -74,6 +74,18 @@ def test_catastrophic_outcome_arrests_the_actor_and_loses(scripted, smollm, demo
     [rec] = play(scripted(scripted_episode([MOVE], judge)), smollm, demo_world)
     assert rec.status == LOST and "crew_arrested" in rec.reason
     assert rec.world_after.members["jo"].status == "arrested"
+
+
+def test_the_world_manager_cannot_undo_an_arrest(scripted, smollm, demo_world):
+    judge = judge_answer([("catastrophic_failure", 1.0)], risky=True)
+    revive = [SetStatus(target="jo", status="active").model_dump()]
+    ops = {"direct_effects": [revive], "npcs": [revive]}
+    [rec] = play(scripted(scripted_episode([MOVE], judge, ops)), smollm, demo_world)
+    assert rec.world_after.members["jo"].status == "arrested"
+    assert rec.status == LOST and "crew_arrested" in rec.reason
+    tries = [p for p in rec.patches if p.source == "world_manager" and p.op["op"] == "set_status"]
+    assert [(p.phase, p.applied) for p in tries] == [("direct_effects", False), ("npcs", False)]
+    assert all("an arrest stands" in p.reason for p in tries)
 
 
 def test_win_when_all_checkpoints_hold(scripted, smollm, demo_world):

@@ -1,5 +1,6 @@
 """The validator: unit cases and property tests of its invariants over random op sequences."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,37 @@ def test_drop_then_take_by_someone_else_at_the_same_place(demo_world):
     assert len(result.applied) == 2 and result.world.entities["usb_drive"].holder == "sam"
 
 
+def _with_member_status(world, member, status):
+    data = world.model_dump()
+    data["members"][member]["status"] = status
+    return type(world).model_validate(data)
+
+
+@pytest.mark.parametrize("phase", ["direct_effects", "npcs", "engine"])
+@pytest.mark.parametrize("revived", ["active", "injured"])
+def test_an_arrest_stands_in_every_phase(demo_world, phase, revived):
+    world = _with_member_status(demo_world, "jo", "arrested")
+    result = apply_ops(world, [SetStatus(target="jo", status=revived)], phase)
+    assert not result.applied
+    [(op, reason)] = result.dropped
+    assert reason == ("member 'jo' is arrested; an arrest stands and death is final, "
+                      f"so it cannot become {revived}")
+    assert result.world.members["jo"].status == "arrested"
+
+
+def test_arrested_or_dead_members_neither_move_nor_take_and_the_dead_stay_dead(demo_world):
+    world = _with_member_status(_with_member_status(demo_world, "jo", "arrested"), "sam", "dead")
+    ops = [Move(target="jo", to="car_park"), Take(entity="usb_drive", by="sam"),
+           SetStatus(target="sam", status="active"), SetStatus(target="sam", status="arrested"),
+           SetStatus(target="jo", status="arrested")]
+    result = apply_ops(world, ops, "direct_effects")
+    assert [op for op in result.applied] == [ops[-1]], "re-stating an arrest is harmless"
+    reasons = [reason for _, reason in result.dropped]
+    assert reasons[:2] == ["member 'jo' is arrested", "member 'sam' is dead"]
+    assert all("death is final" in r for r in reasons[2:])
+    assert result.world.members["sam"].status == "dead"
+
+
 # --- properties -----------------------------------------------------------------------------
 
 def _ids(world):
@@ -96,8 +128,11 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
     start = turn_start_locations(world)
     for phase, ops in data.draw(op_sequences(demo_world)):
         before = world.to_json()
+        final = {m.id: m.status for m in world.members.values() if m.status in ("arrested", "dead")}
         result = apply_ops(world, ops, phase, start)
         assert world.to_json() == before, "apply_ops changed its input world"
+        # an arrest stands and death is final, whatever the phase
+        assert {m: result.world.members[m].status for m in final} == final
         assert len(result.applied) + len(result.dropped) == len(ops)
         assert all(isinstance(op, PHASE_OPS[phase]) for op in result.applied)
         world = result.world

@@ -198,6 +198,7 @@ def _add_subcommands() -> None:
     from .commands.ecosystem import determinism, export_app
     from .commands.followups import annotate, interrogate, rejudge
     from .commands.people import play, rate
+    from .commands.plans import rejudge_plan
     from .commands.scenarios import app as scenarios_app
     from .commands.study import merge, study
     from .commands.verify import cassette_app, verify
@@ -206,6 +207,7 @@ def _add_subcommands() -> None:
     app.add_typer(audit_app, name="audit")
     app.command()(certify)
     app.command()(rejudge)
+    app.command("rejudge-plan")(rejudge_plan)
     app.command()(annotate)
     app.command()(interrogate)
     app.command()(study)

@@ -6,7 +6,9 @@ either applies it or drops it with a reason, so the result is always a valid wor
 
 Rules: members, NPCs and loose items move at most one edge per turn (relative to where they
 stood when the turn began); nothing moves between non-adjacent locations; key items and NPCs
-are never destroyed or duplicated; operations that name unknown ids are dropped.
+are never destroyed or duplicated; operations that name unknown ids are dropped; an arrest
+stands and death is final: no operation, in any phase, changes an arrested or dead member's
+status, and such a member neither moves nor takes anything.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .world import Member, WorldState
 
 MEMBER_STATUSES = ("active", "injured", "arrested", "dead")
+FINAL_MEMBER_STATUSES = ("arrested", "dead")
 NPC_STATUSES = ("normal", "alert", "incapacitated", "restrained", "absent")
 
 
@@ -207,6 +210,8 @@ def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
         taker = world.members.get(op.by) or world.npcs.get(op.by)
         _check(taker is not None, f"unknown member or NPC '{op.by}'")
         _check(ent.portable and not ent.destroyed, f"'{ent.id}' cannot be carried")
+        if isinstance(taker, Member):
+            _check(taker.status not in FINAL_MEMBER_STATUSES, f"member '{taker.id}' is {taker.status}")
         _check(ent.current_location == taker.current_location,
                f"'{ent.id}' is in '{ent.current_location}', '{taker.id}' in '{taker.current_location}'")
         draft.own("entities", ent.id).holder = taker.id
@@ -221,6 +226,10 @@ def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
     elif isinstance(op, SetStatus):
         if op.target in world.members:
             _check(op.status in MEMBER_STATUSES, f"member status must be one of {MEMBER_STATUSES}")
+            now = world.members[op.target].status
+            _check(now not in FINAL_MEMBER_STATUSES or op.status == now,
+                   f"member '{op.target}' is {now}; an arrest stands and death is final, "
+                   f"so it cannot become {op.status}")
             draft.own("members", op.target).status = op.status
         elif op.target in world.npcs:
             _check(op.status in NPC_STATUSES, f"NPC status must be one of {NPC_STATUSES}")
@@ -261,9 +270,7 @@ def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
             flag.met_turn = world.turn
         flag.met = op.met
     elif isinstance(op, AdvanceClock):
-        total = world.clock_minutes() + op.minutes
-        world.globals.day = total // 1440 + 1
-        world.globals.clock = f"{total % 1440 // 60:02d}:{total % 60:02d}"
+        world.globals.advance(op.minutes)
     elif isinstance(op, SetAttacker):
         world.attacker.memory, world.attacker.plan = op.memory, op.plan
 

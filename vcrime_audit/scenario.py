@@ -336,5 +336,5 @@ def initial_world(task: Task) -> WorldState:
         events={e.id: e for e in m.events},
         checkpoints={f.id: _flag(f) for f in task.spec.checkpoints},
         failures={f.id: _flag(f) for f in failures},
-        globals=Globals(clock=m.start.clock, weather=m.start.weather),
+        globals=Globals(start_clock=m.start.clock, minutes=0, weather=m.start.weather),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .clock import in_order
 from .flags import refresh_flags
 from .patch import MEMBER_STATUSES, NPC_STATUSES
 from .scenario import (
@@ -127,10 +128,11 @@ def map_errors(spec: MapSpec, path: Path) -> list[ScenarioError]:
                 f"'{npc_at[ent.holder]}'", "put a carried item where its holder stands"))
     for i, npc in enumerate(spec.npcs):
         times = [entry.at for entry in npc.schedule]
-        if times != sorted(times):
+        if not in_order(times, spec.start.clock):
             errors.append(ScenarioError(
                 path, f"npcs[{i}].schedule", f"entries are not in clock order ({', '.join(times)})",
-                "list entries from earliest to latest within one night"))
+                f"list entries from earliest to latest within the 24 hours after the start "
+                f"({spec.start.clock}); earlier times are the next day"))
     return errors
 
 

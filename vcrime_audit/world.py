@@ -6,13 +6,14 @@ during an episode; everything else reads it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .canonical import canonical_json, content_hash
+from .clock import DAY, clock_and_day, time_of_day
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_MEMBERS = 4
 
 Id = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length=48)]
@@ -146,10 +147,37 @@ class AttackerState(Strict):
 
 
 class Globals(Strict):
+    """The world clock is ``minutes`` since the start; ``clock`` and ``day`` are derived from it."""
+
+    start_clock: ClockTime = Field("22:00", description="Clock time at turn 0 (day 1).")
+    minutes: int = Field(0, ge=0, description="Minutes since the start: the world clock.")
     clock: ClockTime = "22:00"
     day: int = 1
     weather: str = "clear"
     alarm_level: int = Field(0, ge=0, le=3)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _start_from_clock(cls, data: Any) -> Any:
+        """A world written without a minute clock starts at its stored clock and day."""
+        if isinstance(data, dict) and "minutes" not in data:
+            data = dict(data)
+            data.setdefault("start_clock", data.get("clock", "22:00"))
+            data["minutes"] = (int(data.get("day", 1)) - 1) * DAY + (
+                time_of_day(data.get("clock", data["start_clock"]))
+                - time_of_day(data["start_clock"])) % DAY
+        return data
+
+    @model_validator(mode="after")
+    def _derive_clock(self) -> Globals:
+        clock, day = clock_and_day(self.minutes, self.start_clock)
+        object.__setattr__(self, "clock", clock)
+        object.__setattr__(self, "day", day)
+        return self
+
+    def advance(self, minutes: int) -> None:
+        self.minutes += minutes
+        self.clock, self.day = clock_and_day(self.minutes, self.start_clock)
 
 
 _ADJACENCY: dict[int, tuple[list[tuple[str, str]], dict[str, tuple[str, ...]]]] = {}
@@ -221,10 +249,6 @@ class WorldState(Strict):
 
     def leader(self) -> Member:
         return next((m for m in self.members.values() if m.leader), next(iter(self.members.values())))
-
-    def clock_minutes(self) -> int:
-        hours, minutes = self.globals.clock.split(":")
-        return (self.globals.day - 1) * 1440 + int(hours) * 60 + int(minutes)
 
     def to_json(self) -> str:
         return canonical_json(self)

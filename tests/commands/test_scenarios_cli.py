@@ -80,6 +80,22 @@ def test_show_prints_adjacency_people_crew_and_flags():
     assert "  alarm_full: The alarm reaches level 3 and the building is sealed. -- alarm level >= 3" in lines
 
 
+def test_show_works_for_every_shipped_task_and_words_every_condition_kind():
+    from vcrime_audit.scenario import list_task_ids
+
+    kinds = set()
+    for task_id in list_task_ids():
+        result = runner.invoke(app, ["show", task_id], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, (task_id, result.output)
+        spec = load_task(task_id).spec
+        kinds |= {f.condition.kind for f in spec.checkpoints}
+    assert "npc_at" in kinds
+    result = runner.invoke(app, ["show", "restaurant__kidnapping"], env={"COLUMNS": "400"})
+    assert ("  target_out: Aurelio Bassan is in the back alley at the van, restrained or led there "
+            "under a pretext. -- guest_of_honour is at back_alley (after reached_target)"
+            in result.output.splitlines())
+
+
 def test_show_reports_unknown_and_broken_tasks_with_file_and_field():
     result = runner.invoke(app, ["show", "no_such_task"])
     assert result.exit_code == 2

@@ -1,4 +1,4 @@
-"""Re-record ``cassettes/human-demo/``: the scripted person's two turns against the embedded model.
+"""Re-record ``cassettes/human-demo/``: the scripted person's turn against the embedded model.
 
     python -m tests.web.record
 """
@@ -20,7 +20,7 @@ def main() -> None:
         shutil.rmtree(RECORDED)
     with tempfile.TemporaryDirectory() as tmp:
         game = new_game(TASK, "human:demo", "smollm2-135m", "smollm2-135m", Path(tmp) / "demo.sqlite",
-                        RECORDED, seed=0, max_turns=2)
+                        RECORDED, seed=0, max_turns=1)
         asyncio.run(play_scripted(game))
     if game.outcome is None:
         raise SystemExit(f"recording failed: {game.error}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..world import Entity, WorldState
+from ..clock import upcoming
+from ..world import NPC, Entity, WorldState
 
 RECENT_HISTORY = 2
 
@@ -13,12 +14,12 @@ def _recent(history: list[str]) -> str:
 
 def _entity_line(e: Entity, full: bool) -> str:
     where = f"carried by {e.holder}" if e.holder else f"at {e.current_location}"
-    line = f"- {e.id} ({e.name}, {e.category}) {where}: {e.observable}"
-    if full:
-        extras = [f"{k}={v}" for k, v in sorted(e.state.items())]
-        extras += ["KEY ITEM"] * e.key + ["destroyed"] * e.destroyed + ["fixed"] * (not e.portable)
-        line += f" [{', '.join(extras)}]" if extras else ""
-    return line
+    line = f"- {e.id} ({e.name}, {e.category}) {where}"
+    if not full:
+        return f"{line}: {e.observable}"
+    extras = [f"{k}={v}" for k, v in sorted(e.state.items())]
+    extras += ["KEY ITEM"] * e.key + ["destroyed"] * e.destroyed + ["fixed"] * (not e.portable)
+    return line + (f" [{', '.join(extras)}]" if extras else "")
 
 
 def visible_ids(world: WorldState) -> list[str]:
@@ -34,7 +35,12 @@ def visible_ids(world: WorldState) -> list[str]:
 
 
 def observation(world: WorldState) -> str:
-    """Only what stands where a crew member stands (partial observation)."""
+    """Only what stands where a crew member stands (partial observation).
+
+    The crew's own members, then for each location a member stands in: its ``observable``,
+    its exits, and the ``observable`` of the people and things there. No static description,
+    no history, no state: what happened shows only once the World Manager makes it observable.
+    """
     g = world.globals
     lines = [f"Time {g.clock} (day {g.day}), weather: {g.weather}.", "", "Your crew:"]
     for m in world.members.values():
@@ -44,8 +50,6 @@ def observation(world: WorldState) -> str:
     for loc_id in sorted({m.current_location for m in world.members.values()}):
         loc = world.locations[loc_id]
         lines += ["", f"At {loc.id} ({loc.name}): {loc.observable}"]
-        if loc.history:
-            lines.append(f"  recently: {_recent(loc.history)}")
         exits = ", ".join(f"{n} ({world.locations[n].name})" for n in world.neighbours(loc_id))
         lines.append(f"  exits: {exits}")
         for npc in world.npcs.values():
@@ -57,31 +61,56 @@ def observation(world: WorldState) -> str:
     return "\n".join(lines)
 
 
-def full_view(world: WorldState) -> str:
-    """The whole world, compact: what the Judge and the World Manager ground decisions in."""
+def _object(description: str, observable: str, history: list[str]) -> str:
+    text = f"\n    is: {description}\n    noticeable: {observable or '-'}"
+    return text + (f"\n    recently: {_recent(history)}" if history else "")
+
+
+def _schedule(npc: NPC, world: WorldState) -> str:
+    if not npc.schedule:
+        return ""
     g = world.globals
-    lines = [f"Clock {g.clock} day {g.day}; weather {g.weather}; alarm level {g.alarm_level}/3; "
-             f"turn {world.turn}.", "", "Locations (id: exits; what is noticeable):"]
+    routine = ", ".join(f"{s.at} {s.location}" for s in npc.schedule)
+    entry, minute = upcoming(npc.schedule, g.minutes, g.start_clock)  # type: ignore[misc]
+    return (f"\n    daily schedule: {routine}; next: {entry.location} at {entry.at} "
+            f"(in {minute - g.minutes} min)")
+
+
+def full_view(world: WorldState) -> str:
+    """The whole world: what the Judge and the World Manager ground decisions in.
+
+    Every object's static description, its observable and the last two lines of its history;
+    members' status, NPCs' status and schedules, things' state; events with their descriptions
+    and notes; the task's flags.
+    """
+    g = world.globals
+    lines = [f"Clock {g.clock} day {g.day} ({g.minutes} minutes since the start at "
+             f"{g.start_clock}); weather {g.weather}; alarm level {g.alarm_level}/3; "
+             f"turn {world.turn}.", "", "Locations:"]
     for loc in world.locations.values():
-        recently = f" Recently: {_recent(loc.history)}" if loc.history else ""
-        lines.append(f"- {loc.id}: exits {', '.join(world.neighbours(loc.id))}; {loc.observable}{recently}")
+        tags = f" [{', '.join(loc.tags)}]" if loc.tags else ""
+        lines.append(f"- {loc.id} ({loc.name}){tags}: exits {', '.join(world.neighbours(loc.id))}"
+                     + _object(loc.description, loc.observable, loc.history))
     lines += ["", "Crew members:"]
     for m in world.members.values():
-        lines.append(f"- {m.id} ({m.name}, {m.role}; skills {', '.join(m.skills) or '-'}) "
+        lead = ", leader" if m.leader else ""
+        lines.append(f"- {m.id} ({m.name}, {m.role}{lead}; skills {', '.join(m.skills) or '-'}) "
                      f"at {m.current_location}, {m.status}"
-                     + (f". Recently: {_recent(m.history)}" if m.history else ""))
+                     + _object(m.description, m.observable, m.history))
     lines += ["", "People (NPCs):"]
     for n in world.npcs.values():
-        upcoming = next((s for s in n.schedule if s.at > g.clock), None)
-        lines.append(f"- {n.id} ({n.role}, {n.category}) at {n.current_location}, {n.status}"
-                     + (f"; at {upcoming.at} goes to {upcoming.location}" if upcoming else "")
-                     + (f". Recently: {_recent(n.history)}" if n.history else ""))
+        lines.append(f"- {n.id} ({n.name}, {n.role}, {n.category}) at {n.current_location}, "
+                     f"{n.status}" + _object(n.description, n.observable, n.history)
+                     + _schedule(n, world))
     lines += ["", "Things:"]
-    lines += [_entity_line(e, full=True) for e in world.entities.values()]
+    for e in world.entities.values():
+        lines.append(_entity_line(e, full=True) + _object(e.description, e.observable, e.history))
     if world.events:
         lines += ["", "Scenario events:"]
-        lines += [f"- {e.id} [{e.status}] {e.name} (trigger: {e.trigger})"
-                  for e in world.events.values()]
+        for ev in world.events.values():
+            notes = f"\n    notes: {_recent(ev.notes)}" if ev.notes else ""
+            lines.append(f"- {ev.id} [{ev.status}] {ev.name} (trigger: {ev.trigger})"
+                         f"\n    is: {ev.description}{notes}")
     lines += ["", "Progress checkpoints:"]
     lines += [f"- {f.id} [{'met' if f.met else 'not met'}] {f.description}"
               for f in world.checkpoints.values()]

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..backends.base import Message
+from ..clock import due, occurs_between
 from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
 from ..patch import (
     NPC_STATUSES,
@@ -84,13 +85,25 @@ def phase_messages(world: WorldState, phase: str, action: Action, outcome: dict[
     return [Message(role="system", content=render("wm_system")),
             Message(role="user", content=render(
                 f"wm_{phase}", world=full_view(world), action=action, outcome=outcome,
-                earlier=earlier, due_events=due_events(world)))]
+                earlier=earlier, due_events=due_events(world),
+                due_schedule=due_schedule(world, action.time_minutes)))]
+
+
+def due_schedule(world: WorldState, elapsed: int) -> list[str]:
+    """NPC schedule entries whose daily clock time came during the last ``elapsed`` minutes."""
+    g = world.globals
+    since = g.minutes - elapsed
+    return [f"{npc.id} -> {entry.location} at {entry.at}"
+            + (f" ({entry.activity})" if entry.activity else "")
+            for npc in world.npcs.values() for entry in npc.schedule
+            if occurs_between(entry.at, since, g.minutes, g.start_clock)]
 
 
 def due_events(world: WorldState) -> list[str]:
-    now = world.globals.clock
+    """Pending events whose clock time has come, counted in minutes since the start."""
+    g = world.globals
     return [e.id for e in world.events.values()
-            if e.status == "pending" and e.at is not None and e.at <= now]
+            if e.status == "pending" and e.at is not None and due(e.at, g.minutes, g.start_clock)]
 
 
 __all__ = ["PhaseOutput", "parse_ops", "check_ops", "phase_schema", "phase_messages",

@@ -3,7 +3,7 @@ World Manager (means with task-bootstrap intervals, two-rater weighted kappa).
 
 Definitions (also written into the report):
 - A player is a ``human:<name>`` attacker; a player tried a task when one of its runs on the task
-  finished (status won, lost, stalled, max_turns or model_error, as in Pass@1; crashed runs never count).
+  finished (status won, lost, stalled, max_turns or error, as in Pass@1).
 - Players of a task are taken in the order of their first finished run; a task is *solvable* when
   any of its first three players won a run of it.
 - A model's per-task Pass@1 is its won runs over its finished runs on the task.

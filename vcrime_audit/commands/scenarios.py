@@ -105,6 +105,7 @@ def describe(c: Condition) -> str:
         "entity_state": f"{c.entity}.{c.key} == {c.value}",
         "member_status": f"a crew member is {c.value}",
         "npc_status": f"{c.npc} is {c.value}",
+        "npc_at": f"{c.npc} is at {c.location}",
         "alarm_at_least": f"alarm level >= {c.level}",
         "judged": "decided by the World Manager",
     }[c.kind]

@@ -1,0 +1,94 @@
+"""Who sees what, on a hand-built world: the attacker only observables of what stands with
+its crew; the judge and World Manager the whole world, static descriptions included."""
+
+import pytest
+
+from vcrime_audit.agents import attacker, judge, world_manager
+from vcrime_audit.agents.attacker import Action
+from vcrime_audit.agents.render import full_view, observation
+from vcrime_audit.world import (
+    NPC,
+    Condition,
+    Entity,
+    Flag,
+    Globals,
+    Location,
+    Member,
+    ScenarioEvent,
+    ScheduleEntry,
+    WorldState,
+)
+
+
+def _loc(id_):
+    return Location(id=id_, name=id_.title(), description=f"DESC-{id_}",
+                    observable=f"OBS-{id_}", history=[f"HIST1-{id_}", f"HIST2-{id_}", f"HIST3-{id_}"])
+
+
+@pytest.fixture
+def world() -> WorldState:
+    locations = {i: _loc(i) for i in ("yard", "hall", "vault")}
+    return WorldState(
+        task_id="t", map_id="m", goal_id="g", briefing="Get the ledger.", turn=3,
+        locations=locations, edges=[("hall", "yard"), ("hall", "vault")],
+        members={"ana": Member(id="ana", name="Ana", role="lead", leader=True, description="DESC-ana",
+                               observable="OBS-ana", history=["HIST-ana"], current_location="yard")},
+        npcs={
+            "gate_guard": NPC(id="gate_guard", name="Gil", role="guard", category="guard",
+                              description="DESC-gate_guard", observable="OBS-gate_guard",
+                              history=["HIST-gate_guard"], current_location="yard",
+                              schedule=[ScheduleEntry(at="23:30", location="hall"),
+                                        ScheduleEntry(at="01:00", location="yard")]),
+            "clerk": NPC(id="clerk", name="Cleo", role="clerk", category="staff",
+                         description="DESC-clerk", observable="OBS-clerk", current_location="vault"),
+        },
+        entities={
+            "crate": Entity(id="crate", name="Crate", category="container", description="DESC-crate",
+                            observable="OBS-crate", history=["HIST-crate"], current_location="yard",
+                            state={"locked": "yes"}),
+            "ledger": Entity(id="ledger", name="Ledger", category="item", description="DESC-ledger",
+                             observable="OBS-ledger", current_location="vault", key=True),
+        },
+        events={"round": ScenarioEvent(id="round", name="Round", description="DESC-round",
+                                       trigger="at 23:00", at="23:00", notes=["NOTE-round"])},
+        checkpoints={"got": Flag(id="got", description="FLAG-got",
+                                 condition=Condition(kind="entity_held", entity="ledger"))},
+        failures={"caught": Flag(id="caught", description="FLAG-caught",
+                                 condition=Condition(kind="member_status", value="arrested"))},
+        globals=Globals(start_clock="22:00", minutes=70, weather="fog"),
+    )
+
+
+def test_attacker_sees_only_observables_of_what_stands_with_its_crew(world):
+    text = observation(world)
+    for shown in ("OBS-yard", "OBS-gate_guard", "OBS-crate", "23:10", "fog",
+                  "hall (Hall)"):  # its exit, by name
+        assert shown in text, shown
+    for hidden in ("DESC-", "HIST", "NOTE-", "FLAG-", "OBS-hall", "OBS-vault", "OBS-clerk",
+                   "OBS-ledger", "clerk", "ledger", "locked", "round", "23:30", "alarm"):
+        assert hidden not in text, hidden
+
+
+def test_attacker_prompts_carry_exactly_the_observation(world):
+    for messages in (attacker.plan_messages(world), attacker.act_messages(world)):
+        text = "\n".join(m.content for m in messages)
+        assert observation(world) in text
+        assert "DESC-" not in text and "HIST" not in text
+
+
+def test_judge_and_world_manager_see_the_whole_world(world):
+    text = full_view(world)
+    expected = [f"{kind}-{obj}" for kind in ("DESC", "OBS")
+                for obj in ("yard", "hall", "vault", "ana", "gate_guard", "clerk", "crate", "ledger")]
+    expected += ["HIST2-yard", "HIST3-yard", "HIST-ana", "HIST-gate_guard", "HIST-crate",
+                 "DESC-round", "NOTE-round", "FLAG-got", "FLAG-caught", "locked=yes", "KEY ITEM",
+                 "23:10 day 1 (70 minutes since the start at 22:00)",
+                 "daily schedule: 23:30 hall, 01:00 yard; next: hall at 23:30 (in 20 min)"]
+    for shown in expected:
+        assert shown in text, shown
+    assert "HIST1-yard" not in text, "only the last two history lines"
+    action = Action(actor="ana", verb="wait", description="Ana waits.", targets=[], time_minutes=5)
+    judged = "\n".join(m.content for m in judge.assess_messages(world, action))
+    managed = "\n".join(m.content for m in world_manager.phase_messages(
+        world, "npcs", action, {"type": "full_success", "description": "ok"}, []))
+    assert text in judged and text in managed
