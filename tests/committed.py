@@ -16,7 +16,8 @@ FOLLOWUPS = {
     "interrogate": CASSETTES / "interrogate-19c03dd6.jsonl.gz",
 }
 HARM_CHECK = CASSETTES / "harmcheck-bf400d8f.jsonl.gz"
+HUMAN_DEMO = CASSETTES / "human-demo" / "robotics_company__data_theft-s0-40ffffb9.jsonl.gz"
 STUDY_DEMO = CASSETTES / "study-demo"
 STUDY_DEMO_RUNS = tuple(STUDY_DEMO / f"{name}.jsonl.gz" for name in (
     "robotics_company__data_theft-s0-4aa44143", "robotics_company__theft-s0-4aa44143"))
-ALL = (DEMO_RUN, CERTIFY, *FOLLOWUPS.values(), HARM_CHECK, *STUDY_DEMO_RUNS)
+ALL = (DEMO_RUN, CERTIFY, *FOLLOWUPS.values(), HARM_CHECK, HUMAN_DEMO, *STUDY_DEMO_RUNS)
