@@ -6,9 +6,9 @@ from dataclasses import asdict
 from typing import Any
 
 from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
-from ..audit.harm import classify, default_lexicon
 from ..canonical import canonical_json
 from ..engine import TurnRecord
+from ..harm import classify, default_lexicon
 
 
 def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[dict[str, Any]]]:
