@@ -14,7 +14,8 @@ from itertools import combinations
 
 import numpy as np
 
-from .metrics import Cell, Estimate, bootstrap_cells, judgment_sums, nanmedian_rows
+from .cells import judgment_sums
+from .estimates import Cell, Estimate, bootstrap_cells, nanmedian_rows
 from .records import AuditInput, JudgmentRow, ModelInfo
 from .stats import (
     DEFAULT_CONFIDENCE,
