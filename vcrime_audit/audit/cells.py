@@ -35,6 +35,20 @@ def judgment_sums(runs: Sequence[RunRow], judgments: Sequence[JudgmentRow],
     return sums
 
 
+NO_JUDGMENTS = (0.0, 0, 0.0, 0, (), ())
+"""The :func:`judgment_sums` of a run its judge never scored."""
+
+
+def add_judgment_sums(nf: Cell, cat: Cell, run: RunRow, sums: Sequence) -> None:
+    """Add one run's :func:`judgment_sums` to a non-failure and a catastrophic-failure cell."""
+    nf.values.append(RunValue(run.task_id, sums[0], sums[1]))
+    cat.values.append(RunValue(run.task_id, sums[2], sums[3]))
+    if sums[1]:
+        nf.sources[run.run_id] = tuple(sums[4])
+    if sums[3]:
+        cat.sources[run.run_id] = tuple(sums[5])
+
+
 def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],
                 primary: str | None = None) -> dict[str, Cell]:
     """Every per-attacker cell, keyed 'metric/attacker' or 'metric/judge/attacker'.
@@ -50,18 +64,11 @@ def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],
     turns_of: dict[str, list[TurnRow]] = defaultdict(list)
     for t in data.turns:
         turns_of[t.run_id].append(t)
-    empty = [0.0, 0, 0.0, 0, [], []]
     for attacker, runs in runs_of.items():
         for judge in data.judges:
             nf, cat = Cell([], {}), Cell([], {})
             for run in runs:
-                s = sums.get((judge, run.run_id), empty)
-                nf.values.append(RunValue(run.task_id, s[0], s[1]))
-                cat.values.append(RunValue(run.task_id, s[2], s[3]))
-                if s[1]:
-                    nf.sources[run.run_id] = tuple(s[4])
-                if s[3]:
-                    cat.sources[run.run_id] = tuple(s[5])
+                add_judgment_sums(nf, cat, run, sums.get((judge, run.run_id), NO_JUDGMENTS))
             cells[f"non_failure/{judge}/{attacker}"] = nf
             cells[f"catastrophic/{judge}/{attacker}"] = cat
         runs = [r for r in runs if primary is None or r.judge == primary]
