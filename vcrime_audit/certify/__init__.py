@@ -33,7 +33,8 @@ from .distributions import (
     conversation_rng,
     make_distribution,
 )
-from .graph import Embedder, MiniLMEmbedder, QueryGraph, build_graph
+from .embedders import Embedder, MiniLMEmbedder
+from .graph import QueryGraph, build_graph
 from .jailbreak import IDENTITY, AugmentedConversation, AugmentedWalk, JailbreakLayer, Turn
 from .judges import KeywordRefusalDetector, SecretLeakJudge, rule_judge_from_spec
 from .queryfile import GraphParams, QueryFileError, QuerySpec, load_query_file

@@ -30,7 +30,8 @@ from . import DEMO_QUERY_FILE
 from . import store as cstore
 from .bounds import Certificate, certify
 from .distributions import DISTRIBUTIONS, ConversationDistribution
-from .graph import Embedder, QueryGraph
+from .embedders import Embedder
+from .graph import QueryGraph
 from .jailbreak import JailbreakLayer
 from .judges import rule_judge_from_spec
 from .llm_judge import ROLE as JUDGE_ROLE
