@@ -14,6 +14,8 @@ from vcrime_audit.audit.stats import (
     spearman,
 )
 
+from .reference import slow_percentile
+
 
 def _random_groups(seed: int, n_groups: int = 3, n_tasks: int = 7) -> dict[str, list[RunValue]]:
     """Runs with uneven counts per task and uneven turn counts per run."""
@@ -28,14 +30,6 @@ def _random_groups(seed: int, n_groups: int = 3, n_tasks: int = 7) -> dict[str, 
         groups[f"attacker{g}"] = runs
     return groups
 
-
-def _slow_percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default quantile rule)."""
-    ordered = sorted(values)
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def _slow_replicates(groups, tasks, indices):
@@ -68,8 +62,8 @@ def test_bootstrap_matches_slow_reference_loop(seed):
         runs = groups[name]
         expected = sum(r.numerator for r in runs) / sum(r.denominator for r in runs)
         assert result.estimates[g] == pytest.approx(expected, rel=1e-12)
-        assert result.low[g] == pytest.approx(_slow_percentile(slow[name], 0.025), rel=1e-12)
-        assert result.high[g] == pytest.approx(_slow_percentile(slow[name], 0.975), rel=1e-12)
+        assert result.low[g] == pytest.approx(slow_percentile(slow[name], 0.025), rel=1e-12)
+        assert result.high[g] == pytest.approx(slow_percentile(slow[name], 0.975), rel=1e-12)
     assert result.seed == seed and result.n_resamples == 400
 
 
@@ -86,8 +80,8 @@ def test_paired_differences_use_the_same_task_draws():
     ]
     for p in pairs:
         diffs = [a - b for a, b in zip(slow[p.first], slow[p.second], strict=True)]
-        assert p.low == pytest.approx(_slow_percentile(diffs, 0.025), rel=1e-12, abs=1e-15)
-        assert p.high == pytest.approx(_slow_percentile(diffs, 0.975), rel=1e-12, abs=1e-15)
+        assert p.low == pytest.approx(slow_percentile(diffs, 0.025), rel=1e-12, abs=1e-15)
+        assert p.high == pytest.approx(slow_percentile(diffs, 0.975), rel=1e-12, abs=1e-15)
         assert p.significant == (p.low > 0 or p.high < 0)
 
 
