@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vcrime_audit.web.game import new_game
 
-from .script import RECORDED, TASK, play_scripted
+from .script import RECORDED, TASK, TURNS, play_scripted
 
 
 def main() -> None:
@@ -20,7 +20,7 @@ def main() -> None:
         shutil.rmtree(RECORDED)
     with tempfile.TemporaryDirectory() as tmp:
         game = new_game(TASK, "human:demo", "smollm2-135m", "smollm2-135m", Path(tmp) / "demo.sqlite",
-                        RECORDED, seed=0, max_turns=1)
+                        RECORDED, seed=0, max_turns=len(TURNS))
         asyncio.run(play_scripted(game))
     if game.outcome is None:
         raise SystemExit(f"recording failed: {game.error}")
