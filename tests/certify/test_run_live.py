@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -28,7 +29,7 @@ def play(tmp_path, *options: str) -> tuple[dict, list[dict]]:
                                "--cassette-dir", str(tmp_path / "cassettes"), *options])
     assert done.exit_code == 0, done.output
     [row] = cstore.certifications(Store(db))
-    cassette = row["cassette"]
+    cassette = str(tmp_path / "cassettes" / Path(row["cassette"]).name)
     replayed = runner.invoke(app, ["--replay", cassette, "--db", str(tmp_path / "replay.sqlite")])
     assert replayed.exit_code == 0, replayed.output
     assert "0 to a model" in replayed.output and "identical rows" in replayed.output

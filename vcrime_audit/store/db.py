@@ -208,6 +208,17 @@ def trajectory_rows(store: Store, run_id: str,
             for table in tables}
 
 
+WALL_CLOCK_COLUMNS = {"calls": ("seconds",)}
+
+
+def decision_rows(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    """:func:`trajectory_rows` without how long each call took: what two live runs of the same
+    configuration on the same build must agree on (a replay agrees on the times too)."""
+    return {table: [{k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS.get(table, ())}
+                    for row in rows]
+            for table, rows in trajectory_rows(store, run_id).items()}
+
+
 def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_TABLES) -> str:
     """Hash of :func:`trajectory_rows`: turns, the calls (finish reasons, token counts, times),
     judgments and patches."""
