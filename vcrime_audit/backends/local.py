@@ -45,14 +45,7 @@ def weights_fingerprint(path: Path) -> dict[str, Any]:
 
 
 class LocalBackend:
-    """One llama.cpp model per registry entry, loaded on first use; calls run one at a time.
-
-    Each call evaluates its whole prompt afresh. llama-cpp-python otherwise reuses the key/value
-    cache of the longest prefix shared with the previous call, and a prompt evaluated in two
-    pieces gives slightly different logits from one evaluated at once: the answer to a request
-    would then depend on which call came before it, and a resumed or re-ordered run could not
-    reproduce its cassette.
-    """
+    """One llama.cpp model per registry entry, loaded on first use; calls run one at a time."""
 
     name = "local"
 
@@ -105,7 +98,6 @@ class LocalBackend:
         started = time.perf_counter()
         try:
             with self._llama_lock:
-                llm.reset()
                 response = llm.create_chat_completion(
                     messages=[m.model_dump() for m in request.messages],
                     temperature=request.sampling.temperature, top_p=request.sampling.top_p,
