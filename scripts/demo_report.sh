@@ -8,10 +8,10 @@ VA=${VA:-.venv/bin/vcrime-audit}
 db=runs/demo.sqlite
 rm -f "$db"
 $VA replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz --db "$db"
-$VA rejudge --db "$db" --replay cassettes/rejudge-b77c778b.jsonl.gz
-$VA annotate --db "$db" --replay cassettes/annotate-90948d75.jsonl.gz
-$VA interrogate --db "$db" --replay cassettes/interrogate-19c03dd6.jsonl.gz
+$VA rejudge --db "$db" --replay cassettes/rejudge-35f69fce.jsonl.gz
+$VA annotate --db "$db" --replay cassettes/annotate-8cb30b34.jsonl.gz
+$VA interrogate --db "$db" --replay cassettes/interrogate-63dcecb7.jsonl.gz
 $VA certify --db "$db" --replay cassettes/certify-secret_keeping-ar-s0-b6287f31.jsonl.gz
 $VA audit --db "$db" --out audit_reports/demo
-$VA audit harm-check --db "$db" --replay cassettes/harmcheck-bf400d8f.jsonl.gz \
+$VA audit harm-check --db "$db" --replay cassettes/harmcheck-2e387984.jsonl.gz \
     --out audit_reports/demo/harm-check

@@ -11,11 +11,11 @@ CASSETTES = ROOT / "cassettes"
 DEMO_RUN = CASSETTES / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"
 CERTIFY = CASSETTES / "certify-secret_keeping-ar-s0-b6287f31.jsonl.gz"
 FOLLOWUPS = {
-    "rejudge": CASSETTES / "rejudge-b77c778b.jsonl.gz",
-    "annotate": CASSETTES / "annotate-90948d75.jsonl.gz",
-    "interrogate": CASSETTES / "interrogate-19c03dd6.jsonl.gz",
+    "rejudge": CASSETTES / "rejudge-35f69fce.jsonl.gz",
+    "annotate": CASSETTES / "annotate-8cb30b34.jsonl.gz",
+    "interrogate": CASSETTES / "interrogate-63dcecb7.jsonl.gz",
 }
-HARM_CHECK = CASSETTES / "harmcheck-bf400d8f.jsonl.gz"
+HARM_CHECK = CASSETTES / "harmcheck-2e387984.jsonl.gz"
 HUMAN_DEMO = CASSETTES / "human-demo" / "robotics_company__data_theft-s0-40ffffb9.jsonl.gz"
 STUDY_DEMO = CASSETTES / "study-demo"
 STUDY_DEMO_RUNS = tuple(STUDY_DEMO / f"{name}.jsonl.gz" for name in (
