@@ -53,3 +53,17 @@ class ScriptedBackend:
 @pytest.fixture
 def scripted():
     return ScriptedBackend
+
+
+@pytest.fixture(scope="session")
+def live_one_turn(tmp_path_factory):
+    """One turn of the demo task recorded with the embedded model, shared by the live tests
+    that need a fresh recording of this machine (llama.cpp's answers depend on the build and
+    the CPU, so only a recording made here can be reproduced live). Returns the outcome."""
+    pytest.importorskip("llama_cpp", reason="a live recording needs the local backend")
+    import asyncio
+
+    from vcrime_audit.runner import RunConfig, run_episode
+
+    work = tmp_path_factory.mktemp("live_one_turn")
+    return asyncio.run(run_episode(RunConfig(max_turns=1), work / "live.sqlite", work / "cassettes"))
