@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
-from vcrime_audit.audit.harm import HOLDOUT_SET, LABELLED_SET, classify, load_labelled, load_lexicon
+from vcrime_audit.audit.harm_labelled import HOLDOUT_SET, LABELLED_SET, load_labelled
 from vcrime_audit.audit.stats import RunValue, cluster_bootstrap, paired_differences
+from vcrime_audit.harm import classify, load_lexicon
 
 N_ATTACKERS, N_TASKS, N_SEEDS, N_RESAMPLES = 8, 40, 3, 10_000
 N_ACTIONS = 36_000

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from .commands import options
 from .commands.common import (
     command_line,
     fail,
@@ -31,17 +32,17 @@ console = make_console()
 
 @app.command()
 def run(
-    task: str = typer.Option(DEFAULT_TASK, help="Task id (see scenarios/tasks)."),
+    task: str = options.TASK,
     seed: int = typer.Option(0, help="Run seed: outcome draws and sampling seeds derive from it."),
     attacker: str = typer.Option("smollm2-135m", help="Attacker model (local_models/)."),
-    judge: str = typer.Option("smollm2-135m", help="Judge model."),
-    world_manager: str = typer.Option("smollm2-135m", help="World Manager model."),
+    judge: str = options.JUDGE,
+    world_manager: str = options.WORLD_MANAGER,
     backend: str = typer.Option(None, help="Engine that serves the models: local | openai | "
                                            "transformers | vllm (default: the attacker entry's)."),
     max_turns: int = typer.Option(5, help="Turn limit (the paper uses 60; 5 keeps the CPU demo short)."),
-    stall_turns: int = typer.Option(30, help="Stop after this many turns without a new checkpoint."),
+    stall_turns: int = options.STALL_TURNS,
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store."),
-    cassette_dir: Path = typer.Option(DEFAULT_CASSETTES, help="Where the run's cassette goes."),
+    cassette_dir: Path = options.CASSETTE_DIR,
     record_mode: str = typer.Option("once", help="once (replay an existing recording, else record) | "
                                     "new | none | all (record afresh), as in vcrpy."),
 ) -> None:

@@ -17,7 +17,6 @@ from .agents.attacker import Action, PlanOutput
 from .agents.calling import CallRecord, ModelOutputError, call_structured
 from .agents.judge import CATASTROPHIC, JudgeOutput, effective_distribution
 from .backends.base import ModelBackend
-from .canonical import blake2b_hex, canonical_json
 from .flags import refresh_flags
 from .models import ModelEntry
 from .patch import (
@@ -29,6 +28,7 @@ from .patch import (
     apply_ops,
     turn_start_locations,
 )
+from .seeds import blake2b_seed
 from .statuses import LOST, MAX_TURNS, MODEL_ERROR, RUNNING, STALLED, WON
 from .world import WorldState
 
@@ -72,11 +72,6 @@ class TurnRecord:
     world_after: WorldState | None = None
     status: str = RUNNING
     reason: str = ""
-
-
-def derive_seed(run_seed: int, task_id: str, turn: int, stream: str) -> int:
-    """A 31-bit seed for one random stream of one turn; same inputs, same seed."""
-    return int(blake2b_hex(canonical_json([run_seed, task_id, turn, stream]), 8), 16) % (2**31 - 1)
 
 
 def sample_outcome(distribution: list[dict[str, Any]], draw: float) -> dict[str, Any]:
@@ -136,7 +131,7 @@ class Engine:
             rec.status, rec.reason = MODEL_ERROR, str(exc)
             return rec
         rec.distribution = effective_distribution(rec.judgment)
-        rec.draw = random.Random(derive_seed(seed, world.task_id, world.turn, "outcome")).random()
+        rec.draw = random.Random(blake2b_seed(seed, world.task_id, world.turn, "outcome")).random()
         rec.outcome = sample_outcome(rec.distribution, rec.draw)
         world = await self._world_manager(world, seed, rec)
         world = refresh_flags(world)
@@ -157,13 +152,13 @@ class Engine:
         rec.plan = await call_structured(
             self.backend, role, role="attacker", call="plan", messages=attacker.plan_messages(world),
             output_model=PlanOutput, schema=attacker.plan_schema(),
-            seed=derive_seed(seed, world.task_id, world.turn, "attacker.plan"), records=rec.calls)
+            seed=blake2b_seed(seed, world.task_id, world.turn, "attacker.plan"), records=rec.calls)
         world = self._engine_ops(world, rec, [SetAttacker(memory=rec.plan.memory, plan=rec.plan.plan)])
         rec.action = await call_structured(
             self.backend, role, role="attacker", call="act", messages=attacker.act_messages(world),
             output_model=Action, schema=attacker.act_schema(world),
             check=attacker.check_action(world),
-            seed=derive_seed(seed, world.task_id, world.turn, "attacker.act"), records=rec.calls)
+            seed=blake2b_seed(seed, world.task_id, world.turn, "attacker.act"), records=rec.calls)
         return world
 
     async def _judge(self, world: WorldState, seed: int, rec: TurnRecord) -> JudgeOutput:
@@ -172,7 +167,7 @@ class Engine:
             self.backend, self.roles.judge, role="judge", call="assess",
             messages=judge.assess_messages(world, rec.action), output_model=JudgeOutput,
             schema=judge.assess_schema(), check=judge.check_judgment,
-            seed=derive_seed(seed, world.task_id, world.turn, "judge.assess"), records=rec.calls)
+            seed=blake2b_seed(seed, world.task_id, world.turn, "judge.assess"), records=rec.calls)
 
     async def _world_manager(self, world: WorldState, seed: int, rec: TurnRecord) -> WorldState:
         assert rec.action is not None and rec.outcome is not None
@@ -191,7 +186,7 @@ class Engine:
                     messages=world_manager.phase_messages(world, phase, rec.action, rec.outcome, earlier),
                     output_model=world_manager.PhaseOutput, schema=world_manager.phase_schema(world, phase),
                     check=world_manager.check_ops,
-                    seed=derive_seed(seed, world.task_id, world.turn, f"wm.{phase}"), records=rec.calls)
+                    seed=blake2b_seed(seed, world.task_id, world.turn, f"wm.{phase}"), records=rec.calls)
             except ModelOutputError as exc:
                 rec.phase_errors.append(f"{phase}: {exc}")
                 continue

@@ -55,3 +55,18 @@ class ReplayCheck:
                     f"or its last line removed), so hash {self.actual_hash} cannot be checked; fix: "
                     "resume the recording (--record-mode new) or restore the cassette")
         return f"recorded {rows}: hash {self.actual_hash}"
+
+
+class CheckedOutcome:
+    """What a job's outcome says about its replay check (its ``check`` field)."""
+
+    check: ReplayCheck
+
+    @property
+    def recorded_hash(self) -> str | None:
+        return self.check.recorded_hash
+
+    @property
+    def identical(self) -> bool | None:
+        """Whether the rows equal the recording's; ``None`` when the cassette had no summary."""
+        return None if self.check.recorded is None else self.check.state == IDENTICAL

@@ -11,11 +11,21 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .backends.base import Sampling
+from .errors import BackendError
 
 DEFAULT_MODEL = "smollm2-135m"
 HUMAN_PREFIX = "human:"
 PLAYER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
+
+
+class Sampling(BaseModel):
+    """How a model samples one call; a model entry's ``sampling`` defaults fill it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int = 0
 
 
 class ModelError(Exception):
@@ -165,8 +175,6 @@ class ModelEntry(BaseModel):
         try:
             return schema.model_validate(self.options)
         except ValidationError as exc:
-            from .backends.base import BackendError
-
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
             raise BackendError(f"model '{self.name}' ({self.source_file}): options.{field}: "

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from .audit.records import FINAL_STATUSES
+from .statuses import RUN_OUTCOMES
 from .store import Store
 
 DEFAULT_RUNS, DEFAULT_TURNS, DEFAULT_SEED = 25, 200, 0
@@ -51,7 +51,7 @@ def key_turns_of_run(store: Store, run_id: str) -> list[KeyTurn]:
 
 
 def finished_runs(store: Store) -> list[str]:
-    return [r["run_id"] for r in store.runs() if r["status"] in FINAL_STATUSES and r["status"] != "error"]
+    return [r["run_id"] for r in store.runs() if r["status"] in RUN_OUTCOMES and r["status"] != "error"]
 
 
 def select_key_turns(store: Store, runs: list[str] | None = None, *, n_runs: int = DEFAULT_RUNS,

@@ -15,7 +15,7 @@ from .cassette import Cassette, CassetteError, RecordMode
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .fingerprints import weights_digest
-from .identity import IDENTICAL, ReplayCheck
+from .identity import CheckedOutcome, ReplayCheck
 from .ids import MAX_RUN_ID, check_id, inside, shown_path
 from .models import DEFAULT_MODEL, ModelEntry, get_model
 from .recorder import RUN, Recorder, now
@@ -65,7 +65,7 @@ class RunConfig:
 
 
 @dataclass
-class RunOutcome:
+class RunOutcome(CheckedOutcome):
     run_id: str
     status: str
     reason: str
@@ -77,14 +77,6 @@ class RunOutcome:
     replayed_calls: int
     check: ReplayCheck
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def recorded_hash(self) -> str | None:
-        return self.check.recorded_hash
-
-    @property
-    def identical(self) -> bool | None:
-        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 TurnObserver = Callable[[str, TurnRecord], None]

@@ -1,7 +1,6 @@
 """Follow-up statistics on a hand-built SQLite store, each checked against an independent computation:
 scikit-learn's kappa, counts by hand, and a slow bootstrap loop over raw rows."""
 
-import math
 import random
 
 import pytest
@@ -14,19 +13,14 @@ from vcrime_audit.followups.annotate import resolve
 from vcrime_audit.followups.rubric import DIMENSIONS
 from vcrime_audit.store import Store
 
+from .reference import slow_percentile
+
 RUNS = {"r1": ("t1", "atk_a"), "r2": ("t1", "atk_a"), "r3": ("t2", "atk_a"), "r4": ("t3", "atk_a"),
         "r5": ("t3", "atk_b"), "r6": ("t4", "atk_b"), "r7": ("t4", "atk_b")}
 UNFINISHED = "r7"
 PAIR, X, Y = "x,y", "x", "y"
 R, SEED = 400, 11
 
-
-def _slow_percentile(values, q):
-    ordered = sorted(values)
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def slow_interval(per_run, tasks):
@@ -41,7 +35,7 @@ def slow_interval(per_run, tasks):
                     den += d
         if den:
             reps.append(num / den)
-    return _slow_percentile(reps, 0.025), _slow_percentile(reps, 0.975)
+    return slow_percentile(reps, 0.025), slow_percentile(reps, 0.975)
 
 
 @pytest.fixture(scope="module")

@@ -3,24 +3,26 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from vcrime_audit.audit.harm import (
+from vcrime_audit.audit.harm_labelled import (
+    HELDOUT2_SET,
+    HOLDOUT_SET,
+    LABELLED_SET,
+    load_labelled,
+    score_labelled,
+)
+from vcrime_audit.harm import (
     AXES,
     DAMAGE_LEVELS,
     DEFAULT_LEXICON,
     FORCE_LEVELS,
-    HELDOUT2_SET,
-    HOLDOUT_SET,
-    LABELLED_SET,
     HarmReading,
     LexiconError,
     classify,
     extreme_harm,
-    load_labelled,
     load_lexicon,
     over_harm,
     parse_lexicon,
     run_max,
-    score_labelled,
 )
 
 

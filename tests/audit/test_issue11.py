@@ -9,8 +9,9 @@ import pytest
 from vcrime_audit.audit.agreement import agreement, quadratic_weighted_kappa
 from vcrime_audit.audit.judges import CROSS_VENDOR, SAME_MODEL, judge_audit, relation
 from vcrime_audit.audit.load import AuditInputError, load_audit_input, open_store
-from vcrime_audit.audit.metrics import attacker_metrics, choose_primary_judge
+from vcrime_audit.audit.metrics import attacker_metrics
 from vcrime_audit.audit.pipeline import run_audit
+from vcrime_audit.audit.primary import choose_primary_judge
 from vcrime_audit.audit.records import ModelInfo, RunRow
 from vcrime_audit.audit.report import write_report
 from vcrime_audit.audit.stats import bootstrap_p_value, holm, resample_indices

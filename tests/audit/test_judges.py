@@ -19,6 +19,7 @@ from vcrime_audit.audit.load import load_audit_input, open_store
 from vcrime_audit.audit.records import ModelInfo
 from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
 
+from .reference import slow_percentile
 from .tiny import TinyStore
 
 NF = {  # (run, turn) -> judge -> non-failure
@@ -133,13 +134,6 @@ def test_vendor_falls_back_to_the_model_registry(tmp_path):
 R = 250
 
 
-def _slow_percentile(values, q):
-    ordered = sorted(v for v in values if not math.isnan(v))
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
-
 
 def test_bias_intervals_match_a_slow_loop_over_sql_rows(tmp_path):
     path = tmp_path / "s.sqlite"
@@ -174,8 +168,8 @@ def test_bias_intervals_match_a_slow_loop_over_sql_rows(tmp_path):
         others = [k for k in judges if k != bias.judge]
         reps = [rate(bias.judge, bias.attacker, row)
                 - statistics.median(rate(k, bias.attacker, row) for k in others) for row in draws]
-        assert bias.estimate.low == pytest.approx(_slow_percentile(reps, 0.025), rel=1e-9, abs=1e-12)
-        assert bias.estimate.high == pytest.approx(_slow_percentile(reps, 0.975), rel=1e-9, abs=1e-12)
+        assert bias.estimate.low == pytest.approx(slow_percentile(reps, 0.025), rel=1e-9, abs=1e-12)
+        assert bias.estimate.high == pytest.approx(slow_percentile(reps, 0.975), rel=1e-9, abs=1e-12)
     for name, group in audit.groups.items():
         members = [b for b in audit.biases if b.relation == name]
         assert group.mean.estimate == pytest.approx(statistics.mean(b.estimate.estimate for b in members))

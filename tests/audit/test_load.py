@@ -1,9 +1,9 @@
 import pytest
 
 from vcrime_audit.agents.attacker import Action
-from vcrime_audit.audit.harm import classify, default_lexicon
 from vcrime_audit.audit.load import load_meta, load_models, open_store
 from vcrime_audit.engine import TurnRecord
+from vcrime_audit.harm import classify, default_lexicon
 from vcrime_audit.scenario import FORCE_LEVELS
 from vcrime_audit.store import Store
 from vcrime_audit.store.migrations import migrate

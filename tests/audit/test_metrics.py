@@ -11,6 +11,7 @@ from vcrime_audit.audit.metrics import attacker_metrics, harm_vs_success
 from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
 from vcrime_audit.scenario import DAMAGE_LEVELS, FORCE_LEVELS
 
+from .reference import slow_percentile
 from .tiny import TinyStore
 
 ROB, THEFT = "shop__robbery", "shop__theft"
@@ -193,13 +194,6 @@ def synth(tmp_path_factory):
     return store.db.conn, data
 
 
-def _slow_percentile(values, q):
-    ordered = sorted(v for v in values if not math.isnan(v))
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
-
 
 def _sql_run_sums(conn, sql):
     """(group key, task, num, den) rows -> {group: {task: [(num, den) per run]}}."""
@@ -244,8 +238,8 @@ def test_point_estimates_and_intervals_match_sql_and_a_slow_loop(synth):
             est = per_judge[judge][attacker]
             assert est.estimate == pytest.approx(sum(n for n, _ in runs) / sum(d for _, d in runs))
             reps[(name, judge, attacker)] = slow = _slow_reps(by_task, tasks, draws)
-            assert est.low == pytest.approx(_slow_percentile(slow, 0.025), rel=1e-9)
-            assert est.high == pytest.approx(_slow_percentile(slow, 0.975), rel=1e-9)
+            assert est.low == pytest.approx(slow_percentile(slow, 0.025), rel=1e-9)
+            assert est.high == pytest.approx(slow_percentile(slow, 0.975), rel=1e-9)
     for name, per_judge, medians in (("nf", m.non_failure, m.non_failure_median),
                                      ("cat", m.catastrophic, m.catastrophic_median)):
         for attacker, est in medians.items():
@@ -253,14 +247,14 @@ def test_point_estimates_and_intervals_match_sql_and_a_slow_loop(synth):
                             for i in range(R)]
             assert est.estimate == pytest.approx(
                 statistics.median(per_judge[j][attacker].estimate for j in data.judges))
-            assert est.low == pytest.approx(_slow_percentile(per_resample, 0.025), rel=1e-9)
-            assert est.high == pytest.approx(_slow_percentile(per_resample, 0.975), rel=1e-9)
+            assert est.low == pytest.approx(slow_percentile(per_resample, 0.025), rel=1e-9)
+            assert est.high == pytest.approx(slow_percentile(per_resample, 0.975), rel=1e-9)
     a, b = data.attackers[0], data.attackers[1]
     pair = next(p for p in m.pairwise["non_failure"] if (p.first, p.second) == (a, b))
     diffs = [statistics.median(reps[("nf", j, a)][i] for j in data.judges)
              - statistics.median(reps[("nf", j, b)][i] for j in data.judges) for i in range(R)]
-    assert pair.low == pytest.approx(_slow_percentile(diffs, 0.025), rel=1e-9)
-    assert pair.high == pytest.approx(_slow_percentile(diffs, 0.975), rel=1e-9)
+    assert pair.low == pytest.approx(slow_percentile(diffs, 0.025), rel=1e-9)
+    assert pair.high == pytest.approx(slow_percentile(diffs, 0.975), rel=1e-9)
     assert pair.significant == (pair.low > 0 or pair.high < 0)
 
 
@@ -285,8 +279,8 @@ def test_run_level_metrics_match_sql_and_a_slow_loop(synth):
             est = metric[attacker]
             assert est.estimate == pytest.approx(sum(n for n, _ in runs) / sum(d for _, d in runs))
             slow = _slow_reps(by_task, tasks, draws)
-            assert est.low == pytest.approx(_slow_percentile(slow, 0.025), rel=1e-9)
-            assert est.high == pytest.approx(_slow_percentile(slow, 0.975), rel=1e-9)
+            assert est.low == pytest.approx(slow_percentile(slow, 0.025), rel=1e-9)
+            assert est.high == pytest.approx(slow_percentile(slow, 0.975), rel=1e-9)
 
 
 def test_seed_is_reported_and_reproducible(synth):

@@ -8,13 +8,13 @@ from scipy import stats as scipy_stats
 from vcrime_audit.audit.stats import (
     RunValue,
     average_ranks,
-    clopper_pearson,
     cluster_bootstrap,
     paired_differences,
     resample_indices,
     spearman,
-    wilson,
 )
+
+from .reference import slow_percentile
 
 
 def _random_groups(seed: int, n_groups: int = 3, n_tasks: int = 7) -> dict[str, list[RunValue]]:
@@ -30,14 +30,6 @@ def _random_groups(seed: int, n_groups: int = 3, n_tasks: int = 7) -> dict[str, 
         groups[f"attacker{g}"] = runs
     return groups
 
-
-def _slow_percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default quantile rule)."""
-    ordered = sorted(values)
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def _slow_replicates(groups, tasks, indices):
@@ -70,8 +62,8 @@ def test_bootstrap_matches_slow_reference_loop(seed):
         runs = groups[name]
         expected = sum(r.numerator for r in runs) / sum(r.denominator for r in runs)
         assert result.estimates[g] == pytest.approx(expected, rel=1e-12)
-        assert result.low[g] == pytest.approx(_slow_percentile(slow[name], 0.025), rel=1e-12)
-        assert result.high[g] == pytest.approx(_slow_percentile(slow[name], 0.975), rel=1e-12)
+        assert result.low[g] == pytest.approx(slow_percentile(slow[name], 0.025), rel=1e-12)
+        assert result.high[g] == pytest.approx(slow_percentile(slow[name], 0.975), rel=1e-12)
     assert result.seed == seed and result.n_resamples == 400
 
 
@@ -88,8 +80,8 @@ def test_paired_differences_use_the_same_task_draws():
     ]
     for p in pairs:
         diffs = [a - b for a, b in zip(slow[p.first], slow[p.second], strict=True)]
-        assert p.low == pytest.approx(_slow_percentile(diffs, 0.025), rel=1e-12, abs=1e-15)
-        assert p.high == pytest.approx(_slow_percentile(diffs, 0.975), rel=1e-12, abs=1e-15)
+        assert p.low == pytest.approx(slow_percentile(diffs, 0.025), rel=1e-12, abs=1e-15)
+        assert p.high == pytest.approx(slow_percentile(diffs, 0.975), rel=1e-12, abs=1e-15)
         assert p.significant == (p.low > 0 or p.high < 0)
 
 
@@ -174,44 +166,3 @@ def test_spearman_hand_worked_and_constant_input():
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(ValueError, match="equal length"):
         spearman([1, 2], [1, 2, 3])
-
-
-def test_clopper_pearson_matches_scipy_exact_interval_including_edges():
-    for n in [1, 2, 3, 5, 10, 17, 50, 120, 960]:
-        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
-            if not 0 <= k <= n:
-                continue
-            for confidence in (0.95, 0.9):
-                ref = scipy_stats.binomtest(k, n).proportion_ci(
-                    confidence_level=confidence, method="exact"
-                )
-                got = clopper_pearson(k, n, confidence)
-                assert got.low == pytest.approx(ref.low, abs=1e-12), (k, n)
-                assert got.high == pytest.approx(ref.high, abs=1e-12), (k, n)
-                assert got.estimate == k / n
-    assert clopper_pearson(0, 50).low == 0.0 and clopper_pearson(50, 50).high == 1.0
-
-
-def test_clopper_pearson_hand_worked_zero_successes():
-    got = clopper_pearson(0, 50)
-    assert got.high == pytest.approx(1 - 0.025 ** (1 / 50), abs=1e-12)
-
-
-def test_wilson_endpoints_solve_the_score_equation():
-    z = scipy_stats.norm.ppf(0.975)
-    for k, n in [(0, 10), (3, 10), (10, 10), (7, 50), (133, 960)]:
-        got = wilson(k, n)
-        p_hat = k / n
-        for p in (got.low, got.high):
-            if p == p_hat:
-                assert k in (0, n)
-                continue
-            assert abs(p_hat - p) == pytest.approx(z * math.sqrt(p * (1 - p) / n), abs=1e-12)
-
-
-@pytest.mark.parametrize("k,n", [(-1, 5), (6, 5), (0, 0), (1.5, 3)])
-def test_binomial_intervals_reject_impossible_counts(k, n):
-    with pytest.raises(ValueError):
-        clopper_pearson(k, n)
-    with pytest.raises(ValueError):
-        wilson(k, n)

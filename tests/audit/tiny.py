@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from vcrime_audit.agents.judge import catastrophic, non_failure
-from vcrime_audit.audit.harm import default_lexicon
+from vcrime_audit.harm import default_lexicon
 from vcrime_audit.store import Store
 
 

@@ -15,11 +15,11 @@ from vcrime_audit.backends.registry import make_backend
 from vcrime_audit.backends.transformers import (
     TransformersBackend,
     finish_reason,
-    folder_fingerprint,
     resolve_device,
     resolve_dtype,
     weights_location,
 )
+from vcrime_audit.backends.weights import folder_file_hashes
 from vcrime_audit.cassette import Cassette, RecordingBackend, RecordMode
 from vcrime_audit.models import ModelEntry, get_model
 
@@ -67,13 +67,13 @@ def test_weights_are_a_gguf_file_or_an_hf_folder(tmp_path):
         weights_location(other)
 
 
-def test_folder_fingerprint_hashes_every_visible_file(tmp_path):
+def test_folder_file_hashes_hash_every_visible_file(tmp_path):
     (tmp_path / "config.json").write_text('{"a": 1}')
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "model.safetensors").write_bytes(b"\x00\x01weights")
     (tmp_path / ".cache").mkdir()
     (tmp_path / ".cache" / "lock").write_text("ignored")
-    assert folder_fingerprint(tmp_path) == {"folder": tmp_path.name, "files": {
+    assert folder_file_hashes(tmp_path) == {"folder": tmp_path.name, "files": {
         "config.json": blake2b_16(b'{"a": 1}'), "sub/model.safetensors": blake2b_16(b"\x00\x01weights")}}
 
 

@@ -19,6 +19,7 @@ from tests.committed import VLLM_CPU
 from vcrime_audit.agents import attacker
 from vcrime_audit.backends import vllm as vb
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
+from vcrime_audit.backends.weights import folder_digest
 from vcrime_audit.canonical import content_hash
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.cassette.keys import cassette_key
@@ -110,20 +111,20 @@ def test_sampling_follows_the_request():
                                            "seed": 5}
 
 
-def test_folder_fingerprint_hashes_every_model_file(tmp_path):
+def test_folder_digest_hashes_every_model_file(tmp_path):
     folder = folder_entry(tmp_path).weights_path()
     (folder / "README.md").write_text("not part of the model")
     expected = [[name, (folder / name).stat().st_size,
                  hashlib.blake2b((folder / name).read_bytes(), digest_size=16).hexdigest()]
                 for name in ("config.json", "model.safetensors")]
-    first = vb.folder_fingerprint(folder)
+    first = folder_digest(folder)
     assert first == {"files": 2, "bytes": sum(e[1] for e in expected),
                      "blake2b": content_hash(expected, 16)}
     moved = folder.rename(tmp_path / "elsewhere")
-    assert vb.folder_fingerprint(moved) == first
+    assert folder_digest(moved) == first
     (moved / "model.safetensors").write_bytes(b"\x00weightz\x01")
     os.utime(moved / "model.safetensors", ns=(1, 1))
-    assert vb.folder_fingerprint(moved)["blake2b"] != first["blake2b"]
+    assert folder_digest(moved)["blake2b"] != first["blake2b"]
 
 
 def test_weights_must_be_an_hf_folder(tmp_path):
@@ -150,7 +151,7 @@ def test_fingerprint_separates_grammar_backends_and_determinism_flags(tmp_path, 
     prints = {name: backend.fingerprint(name) for name in entries}
     assert prints["a"]["grammar"] == "outlines" and prints["b"]["grammar"] == "xgrammar"
     assert prints["c"]["determinism"]["batch_invariant"] is True
-    assert prints["a"]["weights"] == vb.folder_fingerprint(entries["a"].weights_path())
+    assert prints["a"]["weights"] == folder_digest(entries["a"].weights_path())
     assert len({content_hash(p) for p in prints.values()}) == 3
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from vcrime_audit.certify import DEMO_QUERY_FILE
-from vcrime_audit.certify.graph import MiniLMEmbedder, QueryGraph, build_graph
+from vcrime_audit.certify.embedders import MiniLMEmbedder
+from vcrime_audit.certify.graph import QueryGraph, build_graph
 from vcrime_audit.certify.queryfile import GraphParams, load_query_file
 
 from .hand_graph import hand_spec

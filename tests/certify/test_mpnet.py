@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from vcrime_audit.certify import mpnet
-from vcrime_audit.certify.graph import embedder_named
+from vcrime_audit.certify.embedders import embedder_named
 
 
 def split_zip(tmp_path: Path, files: dict[str, bytes], parts: int) -> list[Path]:

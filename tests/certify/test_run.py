@@ -19,9 +19,9 @@ from vcrime_audit.certify import store as cstore
 from vcrime_audit.certify.distributions import TAU, LiftedState, make_distribution
 from vcrime_audit.certify.graph import QueryGraph
 from vcrime_audit.certify.llm_judge import VERDICT_SCHEMA
-from vcrime_audit.certify.play import turn_seed
 from vcrime_audit.certify.queryfile import load_query_file
 from vcrime_audit.certify.run import CertifyConfig, replay_certification, run_certification
+from vcrime_audit.seeds import seedsequence_seed
 from vcrime_audit.store import Store
 
 from .scripted import LEAK, REFUSAL, SECRET, WordEmbedder, answer_with_judge, target_answer
@@ -60,7 +60,7 @@ def test_every_turn_sends_the_full_history_with_its_own_seed(tmp_path):
             history.append(Message(role="user", content=turn["text"]))
             assert request.messages == history
             assert request.role == "target" and request.sampling.max_tokens == 96
-            assert request.sampling.seed == turn_seed(SEED, row["idx"], 2, turn["turn"])
+            assert request.sampling.seed == seedsequence_seed(SEED, row["idx"], 2, turn["turn"])
             history.append(Message(role="assistant", content=turn["answer"]))
     assert next(calls, None) is None and outcome.model_calls == len(backend.calls)
     seeds = [c.sampling.seed for c in backend.calls]

@@ -55,15 +55,22 @@ def _cli(*args: str):
     return result.exit_code, result.output
 
 
+def _refused_by_store_and_cli(path: Path, pattern: str, line: str, *command: str) -> None:
+    """Opening the store (read-write and read-only) raises `pattern`; the command exits 2 with one
+    line that says `line`."""
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match=pattern):
+            Store(path, readonly=readonly)
+    code, out = _cli(*command)
+    assert code == 2 and line in out and len(out.strip().splitlines()) == 1
+
+
 def test_a_store_from_a_newer_version_is_refused(tmp_path):
     path = _store(tmp_path)
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO _migrations (name) VALUES ('m999_from_the_future')")
-    for readonly in (False, True):
-        with pytest.raises(StoreError, match="newer vcrime-audit.*m999_from_the_future.*fix: upgrade"):
-            Store(path, readonly=readonly)
-    code, out = _cli("runs", "--db", str(path))
-    assert code == 2 and "newer vcrime-audit" in out and len(out.strip().splitlines()) == 1
+    _refused_by_store_and_cli(path, "newer vcrime-audit.*m999_from_the_future.*fix: upgrade",
+                              "newer vcrime-audit", "runs", "--db", str(path))
     assert any("m999" in p for p in integrity_problems(path))
 
 
@@ -89,11 +96,8 @@ def test_a_store_that_records_no_migration_is_refused(tmp_path):
     path = _store(tmp_path)
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM _migrations")
-    for readonly in (False, True):
-        with pytest.raises(StoreError, match="not a vcrime-audit store.*fix:"):
-            Store(path, readonly=readonly)
-    code, out = _cli("audit", "--db", str(path), "--out", str(tmp_path / "report"))
-    assert code == 2 and "not a vcrime-audit store" in out and len(out.strip().splitlines()) == 1
+    _refused_by_store_and_cli(path, "not a vcrime-audit store.*fix:", "not a vcrime-audit store",
+                              "audit", "--db", str(path), "--out", str(tmp_path / "report"))
 
 
 def test_integrity_problems_of_a_sound_and_a_corrupted_store(tmp_path):

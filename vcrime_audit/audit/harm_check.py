@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
-from .harm import LABELLED_SET
+from .harm_labelled import LABELLED_SET
 from .records import GoalLimits, RunRow, TurnRow
 
 ROLE = "annotator"  # the request role: the labeller annotates actions
@@ -145,7 +145,7 @@ async def label_turns(backend: Any, entry: Any, actions: Mapping[tuple[str, int]
     """The labeller's (force, damage) per turn, and the turns it gave no usable answer for."""
     from ..agents.calling import ModelOutputError, call_structured
     from ..agents.schema import decoding_schema
-    from ..engine import derive_seed
+    from ..seeds import blake2b_seed
 
     schema = decoding_schema(Label)
     labels, failed = {}, {}
@@ -153,7 +153,7 @@ async def label_turns(backend: Any, entry: Any, actions: Mapping[tuple[str, int]
         try:
             label = await call_structured(
                 backend, entry, role=ROLE, call="harm_label", messages=label_messages(action),
-                output_model=Label, schema=schema, seed=derive_seed(seed, run_id, turn, "harmcheck"),
+                output_model=Label, schema=schema, seed=blake2b_seed(seed, run_id, turn, "harmcheck"),
                 records=[])
         except ModelOutputError as exc:
             failed[(run_id, turn)] = str(exc)

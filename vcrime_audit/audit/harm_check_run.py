@@ -12,11 +12,11 @@ from typing import Any
 
 from ..canonical import content_hash
 from ..defaults import DEFAULT_CASSETTES
+from ..harm import classify, default_lexicon
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
-from .harm import classify, default_lexicon
 from .harm_check import KIND, AxisRecall, RateChange, axis_recall, flagged_turns, label_turns, rate_changes
 from .load import action_texts, load_audit_input, open_store
-from .metrics import choose_primary_judge
+from .primary import choose_primary_judge
 from .summary import number
 
 

@@ -14,13 +14,13 @@ from itertools import combinations
 
 import numpy as np
 
-from .metrics import Cell, Estimate, bootstrap_cells, judgment_sums, nanmedian_rows
+from .cells import NO_JUDGMENTS, add_judgment_sums, judgment_sums
+from .estimates import Cell, Estimate, bootstrap_cells, nanmedian_rows
 from .records import AuditInput, JudgmentRow, ModelInfo
 from .stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    RunValue,
     average_ranks,
     percentile_interval,
     spearman,
@@ -132,21 +132,14 @@ def common_cells(data: AuditInput, common: set[tuple[str, int]] | None,
     (every judged turn when `common` is None)."""
     sums = judgment_sums(data.runs, data.judgments, common)
     cells: dict[str, Cell] = {}
-    empty = [0.0, 0, 0.0, 0, [], []]
     for judge in data.judges:
         for attacker in data.attackers:
             cells[f"{prefix}_nf/{judge}/{attacker}"] = Cell([], {})
             cells[f"{prefix}_cat/{judge}/{attacker}"] = Cell([], {})
         for run in data.runs:
-            s = sums.get((judge, run.run_id), empty)
-            nf = cells[f"{prefix}_nf/{judge}/{run.attacker}"]
-            cat = cells[f"{prefix}_cat/{judge}/{run.attacker}"]
-            nf.values.append(RunValue(run.task_id, s[0], s[1]))
-            cat.values.append(RunValue(run.task_id, s[2], s[3]))
-            if s[1]:
-                nf.sources[run.run_id] = tuple(s[4])
-            if s[3]:
-                cat.sources[run.run_id] = tuple(s[5])
+            add_judgment_sums(cells[f"{prefix}_nf/{judge}/{run.attacker}"],
+                              cells[f"{prefix}_cat/{judge}/{run.attacker}"], run,
+                              sums.get((judge, run.run_id), NO_JUDGMENTS))
     return cells
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.judge import catastrophic, non_failure
+from ..harm import Lexicon, classify, default_lexicon
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS, ScenarioError, load_goal, scenarios_root
 from ..store import Store
-from .harm import Lexicon, classify, default_lexicon
 from .records import (
     FINAL_STATUSES,
     AuditInput,

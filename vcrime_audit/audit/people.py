@@ -20,12 +20,13 @@ from itertools import combinations
 from pathlib import Path
 
 from ..defaults import DEFAULT_RESAMPLES
+from ..intervals import Interval
 from ..models import is_human
 from ..ratings import all_ratings
 from ..store import Store
 from .agreement import Agreement, agreement
 from .records import FINAL_STATUSES
-from .stats import DEFAULT_SEED, Interval, RunValue, cluster_bootstrap
+from .stats import DEFAULT_SEED, RunValue, cluster_bootstrap
 
 MAX_PLAYERS = 3
 TARGETS = {"judge_score": "Judge (outcome distribution)", "world_manager_score": "World Manager (update)"}

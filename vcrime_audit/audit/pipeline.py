@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..harm import Lexicon, classify, default_lexicon
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
-from .harm import Lexicon, classify, default_lexicon
 from .judges import JudgeAudit, judge_audit
 from .load import AuditInputError, action_texts, load_audit_input, open_store
 from .metrics import AttackerMetrics, attacker_metrics

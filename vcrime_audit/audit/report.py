@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .breakdown import EXCESS_LEVELS
 from .caveats import audit_warnings
+from .estimates import HOLM, Estimate
 from .followups_report import followups_markdown
 from .judges import RELATIONS, JudgeAudit
-from .metrics import EXCESS_LEVELS, HOLM, PAIRWISE_METRICS, AttackerMetrics, Estimate
+from .metrics import PAIRWISE_METRICS, AttackerMetrics
 from .pipeline import AuditResult
 from .summary import lineage, summary
 from .synthetic import SYNTHETIC_NOTE

@@ -1,4 +1,4 @@
-"""Task-clustered bootstrap, paired attacker differences, rank correlation, binomial intervals.
+"""Task-clustered bootstrap, paired attacker differences and rank correlation.
 
 The bootstrap resamples tasks with replacement; every run of a drawn task comes along.
 Each statistic is a ratio of sums: sum of run numerators over sum of run denominators.
@@ -13,14 +13,13 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from statistics import NormalDist
 
 import numpy as np
 
 from ..defaults import DEFAULT_RESAMPLES
+from ..intervals import DEFAULT_CONFIDENCE, Interval
 
 DEFAULT_SEED = 20_250_101
-DEFAULT_CONFIDENCE = 0.95
 _MAX_BLOCK_CELLS = 4_000_000
 
 
@@ -31,13 +30,6 @@ class RunValue:
     task_id: Hashable
     numerator: float
     denominator: float = 1.0
-
-
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    low: float
-    high: float
 
 
 @dataclass(frozen=True)
@@ -316,34 +308,3 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     if scale == 0.0:
         return math.nan
     return float(ra @ rb) / scale
-
-
-def _check_counts(k: int, n: int) -> None:
-    if int(k) != k or int(n) != n:
-        raise ValueError(f"k and n must be whole numbers, got k={k}, n={n}")
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
-
-
-def clopper_pearson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
-    """Exact two-sided binomial interval for k successes in n trials."""
-    from scipy.special import betaincinv  # imported on first use: most audits never need scipy
-
-    _check_counts(k, n)
-    alpha = 1.0 - confidence
-    low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2.0))
-    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1.0 - alpha / 2.0))
-    return Interval(k / n, low, high)
-
-
-def wilson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
-    """Wilson score interval for k successes in n trials."""
-    _check_counts(k, n)
-    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
-    return Interval(p, low, high)

@@ -13,9 +13,10 @@ from typing import Any
 from .. import __version__
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .caveats import audit_warnings
+from .estimates import HOLM, Estimate
 from .followups_report import followups_json
 from .judges import JudgeAudit
-from .metrics import HOLM, PAIRWISE_METRICS, AttackerMetrics, Estimate
+from .metrics import PAIRWISE_METRICS, AttackerMetrics
 from .pipeline import AuditResult
 from .synthetic import SYNTHETIC_NOTE
 

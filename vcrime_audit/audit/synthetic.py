@@ -19,10 +19,11 @@ import numpy as np
 
 from ..agents.judge import CATASTROPHIC, catastrophic, non_failure
 from ..canonical import content_hash
+from ..harm import classify, default_lexicon
 from ..scenario import scenarios_root
 from ..store import Store
 from ..yamlio import load_yaml
-from .harm import HOLDOUT_SET, LABELLED_SET, classify, default_lexicon, load_labelled
+from .harm_labelled import HOLDOUT_SET, LABELLED_SET, load_labelled
 
 SYNTHETIC_NOTE = "SYNTHETIC store: generated numbers for tests and benchmarks, not an evaluation of any model"
 OUTCOME_SPLIT = (("full_success", 0.6), ("success_with_cost", 0.25), ("partial_success", 0.15))

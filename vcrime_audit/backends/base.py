@@ -6,6 +6,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import BackendError
+from ..models import Sampling
+
 Role = Literal["attacker", "judge", "world_manager", "annotator", "interrogated", "target",
                "certify_judge"]
 
@@ -14,14 +17,6 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     role: Literal["system", "user", "assistant"]
     content: str
-
-
-class Sampling(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
 
 
 class GenerateRequest(BaseModel):
@@ -51,10 +46,6 @@ class GenerateResult(BaseModel):
     seconds: float = 0.0
 
 
-class BackendError(RuntimeError):
-    """A backend could not be loaded or failed to answer (not a malformed answer)."""
-
-
 class ModelBackend(Protocol):
     name: str
 
@@ -65,3 +56,7 @@ class ModelBackend(Protocol):
     async def generate(self, request: GenerateRequest) -> GenerateResult: ...
 
     async def aclose(self) -> None: ...
+
+
+__all__ = ["BackendError", "GenerateRequest", "GenerateResult", "Message", "ModelBackend", "Role",
+           "Sampling", "Usage"]

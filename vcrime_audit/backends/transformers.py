@@ -18,10 +18,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import canonical_json, file_blake2b
+from ..canonical import canonical_json
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
 from .local import weights_fingerprint
+from .weights import folder_file_hashes
 
 INSTALL = "pip install transformers outlines gguf accelerate 'torch==2.13.0'"
 GRAMMAR_PACKAGES = {"outlines_core": "outlines_core", "llguidance": "llguidance", "xgrammar": "xgrammar"}
@@ -65,16 +66,9 @@ def weights_location(path: Path) -> tuple[Path, str | None]:
                        "fix: point weights.path (or weights.package + file) at one")
 
 
-def folder_fingerprint(folder: Path) -> dict[str, Any]:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(folder).parts))
-    return {"folder": folder.name,
-            "files": {p.relative_to(folder).as_posix(): file_blake2b(p) for p in files}}
-
-
 def weights_id(path: Path) -> dict[str, Any]:
     folder, gguf = weights_location(path)
-    return weights_fingerprint(path) if gguf else folder_fingerprint(folder)
+    return weights_fingerprint(path) if gguf else folder_file_hashes(folder)
 
 
 def _version(package: str) -> str:

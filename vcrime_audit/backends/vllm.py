@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import content_hash, file_blake2b
+from ..canonical import content_hash
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
+from .weights import folder_digest
 
 GrammarBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer"]
 SET_BY_BACKEND = ("model", "tokenizer", "structured_outputs_config")
@@ -78,16 +79,6 @@ def model_folder(entry: ModelEntry) -> Path:
     return path
 
 
-def folder_fingerprint(folder: Path) -> dict[str, Any]:
-    """blake2b of every top-level file (config, weights, tokenizer, chat template), by name; where
-    the folder lies and what it is called do not count."""
-    files = sorted(p for p in folder.iterdir()
-                   if p.is_file() and not p.name.startswith(".") and p.suffix != ".md")
-    listed = [[path.name, path.stat().st_size, file_blake2b(path)] for path in files]
-    return {"files": len(listed), "bytes": sum(f[1] for f in listed),
-            "blake2b": content_hash(listed, 16)}
-
-
 def vllm_distribution() -> tuple[str, str]:
     """(distribution, version) of the installed vllm package, without importing it."""
     names = metadata.packages_distributions().get("vllm", [])
@@ -138,7 +129,7 @@ class VLLMBackend:
             self._fingerprints[model] = {
                 "engine": "vllm", "engine_version": version, "distribution": distribution,
                 "torch_version": metadata.version("torch"),
-                "weights": folder_fingerprint(model_folder(entry)), "revision": entry.revision,
+                "weights": folder_digest(model_folder(entry)), "revision": entry.revision,
                 "dtype": kwargs["dtype"], "grammar": options.structured_outputs_backend,
                 "chat_template": (content_hash(options.chat_template, 8)
                                   if options.chat_template else "model"),

@@ -19,7 +19,7 @@ blocks below are what it drives::
 
 from pathlib import Path
 
-from .bounds import Certificate, Interval, certify, clopper_pearson, conversation_outcome
+from .bounds import Certificate, CountInterval, certify, clopper_pearson, conversation_outcome
 from .distributions import (
     DISTRIBUTIONS,
     TAU,
@@ -33,7 +33,8 @@ from .distributions import (
     conversation_rng,
     make_distribution,
 )
-from .graph import Embedder, MiniLMEmbedder, QueryGraph, build_graph
+from .embedders import Embedder, MiniLMEmbedder
+from .graph import QueryGraph, build_graph
 from .jailbreak import IDENTITY, AugmentedConversation, AugmentedWalk, JailbreakLayer, Turn
 from .judges import KeywordRefusalDetector, SecretLeakJudge, rule_judge_from_spec
 from .queryfile import GraphParams, QueryFileError, QuerySpec, load_query_file
@@ -43,7 +44,7 @@ DEMO_QUERY_FILE = Path(__file__).parent / "demo" / "secret_keeping.yaml"
 __all__ = [
     "DEMO_QUERY_FILE", "DISTRIBUTIONS", "IDENTITY", "TAU", "AdaptiveRejection",
     "AugmentedConversation", "AugmentedWalk", "Certificate", "ConversationDistribution",
-    "Embedder", "GraphParams", "GraphPath", "Interval", "JailbreakLayer",
+    "CountInterval", "Embedder", "GraphParams", "GraphPath", "JailbreakLayer",
     "KeywordRefusalDetector", "LiftedState", "MiniLMEmbedder", "QueryFileError", "QueryGraph",
     "QuerySpec", "RandomNode", "SampledConversation", "SecretLeakJudge", "Turn", "Walk",
     "build_graph", "certify", "clopper_pearson", "conversation_outcome", "conversation_rng",

@@ -12,11 +12,13 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..intervals import clopper_pearson as exact_interval
+
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact two-sided interval for a binomial proportion; (0, 1) when n = 0.
 
-    The computation is :func:`vcrime_audit.audit.stats.clopper_pearson` (one implementation
+    The computation is :func:`vcrime_audit.intervals.clopper_pearson` (one implementation
     in the package); this wrapper adds the n = 0 case of an all-missing certificate.
     """
     if not 0.0 < confidence < 1.0:
@@ -25,8 +27,6 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     if n == 0:
         return 0.0, 1.0
-    from ..audit.stats import clopper_pearson as exact_interval
-
     interval = exact_interval(k, n, confidence)
     return interval.low, interval.high
 
@@ -41,7 +41,14 @@ def conversation_outcome(turn_judgments: Iterable[bool | None]) -> bool | None:
     return None if missing else False
 
 
-class Interval(BaseModel):
+class CountInterval(BaseModel):
+    """The Clopper–Pearson interval on k of n samples, as a certificate stores it.
+
+    Not :class:`vcrime_audit.intervals.Interval` (an estimate and its bounds): a certificate
+    keeps the counts, and these field names are part of the certificate's canonical JSON, which
+    the certification rows hash and the recorded cassettes' summaries hold.
+    """
+
     model_config = ConfigDict(frozen=True, extra="forbid")
     k: int = Field(description="Catastrophic samples counted.")
     n: int = Field(description="Samples counted.")
@@ -59,16 +66,16 @@ class Certificate(BaseModel):
     n_catastrophic: int
     n_safe: int
     n_missing: int = Field(description="Samples whose judgment failed; counted in neither k.")
-    judged: Interval = Field(description="Interval on the n_samples - n_missing judged samples.")
-    missing_as_catastrophic: Interval
-    missing_as_safe: Interval
+    judged: CountInterval = Field(description="Interval on the n_samples - n_missing judged samples.")
+    missing_as_catastrophic: CountInterval
+    missing_as_safe: CountInterval
     conservative_lower: float = Field(description="missing_as_safe.lower")
     conservative_upper: float = Field(description="missing_as_catastrophic.upper")
 
 
-def _interval(k: int, n: int, confidence: float) -> Interval:
+def _interval(k: int, n: int, confidence: float) -> CountInterval:
     lower, upper = clopper_pearson(k, n, confidence)
-    return Interval(k=k, n=n, lower=lower, upper=upper)
+    return CountInterval(k=k, n=n, lower=lower, upper=upper)
 
 
 def certify(outcomes: Sequence[bool | None], confidence: float = 0.95) -> Certificate:

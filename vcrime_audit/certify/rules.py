@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .distributions import ConversationDistribution, make_distribution
-from .graph import Embedder, QueryGraph, build_graph, embedder_named
+from .embedders import Embedder, embedder_named
+from .graph import QueryGraph, build_graph
 from .jailbreak import DEFAULT_TEMPLATES, JailbreakLayer, effective_p
 from .presets import Definition
 from .queryfile import GraphParams, QuerySpec

@@ -19,7 +19,7 @@ from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
-from ..identity import IDENTICAL, ReplayCheck
+from ..identity import CheckedOutcome, ReplayCheck
 from ..ids import shown_path
 from ..models import DEFAULT_MODEL, ModelEntry, get_model
 from ..recorder import CERTIFICATION, Recorder, now
@@ -30,7 +30,8 @@ from . import DEMO_QUERY_FILE
 from . import store as cstore
 from .bounds import Certificate, certify
 from .distributions import DISTRIBUTIONS, ConversationDistribution
-from .graph import Embedder, QueryGraph
+from .embedders import Embedder
+from .graph import QueryGraph
 from .jailbreak import JailbreakLayer
 from .judges import rule_judge_from_spec
 from .llm_judge import ROLE as JUDGE_ROLE
@@ -152,7 +153,7 @@ def spec_identity(spec: QuerySpec) -> dict[str, Any]:
 
 
 @dataclass
-class CertifyOutcome:
+class CertifyOutcome(CheckedOutcome):
     certification_id: str
     certificate: Certificate
     store: Path
@@ -168,16 +169,8 @@ class CertifyOutcome:
     """Indices of GP samples dropped after ``gp_tries`` walks short of full length."""
 
     @property
-    def recorded_hash(self) -> str | None:
-        return self.check.recorded_hash
-
-    @property
     def recorded_certificate(self) -> dict[str, Any] | None:
         return (self.check.recorded or {}).get("certificate")
-
-    @property
-    def identical(self) -> bool | None:
-        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 Progress = Callable[[int, PlayedConversation], None]

@@ -15,6 +15,12 @@ def check_positive(value: int, option: str, fix: str) -> int:
     return value
 
 
+def check_turn_limits(max_turns: int, stall_turns: int) -> None:
+    """An episode's limits (`run`, `play`): each at least one turn."""
+    check_positive(max_turns, "--max-turns", "give at least 1 turn")
+    check_positive(stall_turns, "--stall-turns", "give at least 1 turn")
+
+
 def check_run_options(*, task: str, seed: int, max_turns: int, stall_turns: int,
                       record_mode: str, models: Iterable[str]) -> None:
     """The options of `run`: ids that become file names, a seed the store can hold, limits
@@ -23,8 +29,7 @@ def check_run_options(*, task: str, seed: int, max_turns: int, stall_turns: int,
     for name in models:
         check_id(name, "model")
     check_seed(seed)
-    check_positive(max_turns, "--max-turns", "give at least 1 turn")
-    check_positive(stall_turns, "--stall-turns", "give at least 1 turn")
+    check_turn_limits(max_turns, stall_turns)
     if record_mode not in RECORD_MODES:
         raise IdError(f"--record-mode: '{record_mode}' is not a record mode; fix: use one of "
                       f"{', '.join(RECORD_MODES)}")

@@ -21,12 +21,12 @@ def user_errors() -> tuple[type[Exception], ...]:
     Evaluated only when an exception reaches an ``except user_errors()`` clause, so the
     imports cost nothing on the way in.
     """
-    from ..audit.harm import LexiconError
     from ..audit.load import AuditInputError
     from ..backends.base import BackendError
     from ..cassette import CassetteError, CassetteMiss
     from ..certify.queryfile import QueryFileError
     from ..followups.inputs import FollowupInputError
+    from ..harm import LexiconError
     from ..ids import IdError
     from ..models import ModelError
     from ..scenario import ScenarioError, ScenarioErrors

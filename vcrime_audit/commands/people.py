@@ -11,7 +11,9 @@ from typing import Any
 
 import typer
 
-from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
+from ..defaults import DEFAULT_DB
+from . import options
+from .checks import check_turn_limits
 from .common import fail, user_errors
 
 LOOPBACK_HELP = "Address to listen on (default 127.0.0.1: this machine only). Anything else exposes the page."
@@ -33,18 +35,18 @@ def _warn_if_exposed(host: str) -> None:
 
 
 def play(
-    task: str = typer.Option(DEFAULT_TASK, help="Task id (see scenarios/tasks)."),
-    judge: str = typer.Option("smollm2-135m", help="Judge model (local_models/)."),
-    world_manager: str = typer.Option("smollm2-135m", help="World Manager model."),
+    task: str = options.TASK,
+    judge: str = options.JUDGE,
+    world_manager: str = options.WORLD_MANAGER,
     player: str = typer.Option("player", help="Your name; the run's attacker is human:<player>."),
     host: str = typer.Option("127.0.0.1", help=LOOPBACK_HELP),
     port: int = typer.Option(0, help="Port (default 0: a free one, printed)."),
     seed: int = typer.Option(None, help="Run seed (default: the first one this player has not used "
                                         "on this task)."),
     max_turns: int = typer.Option(60, help="Turn limit (the paper's 60)."),
-    stall_turns: int = typer.Option(30, help="Stop after this many turns without a new checkpoint."),
+    stall_turns: int = options.STALL_TURNS,
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store the run goes into."),
-    cassette_dir: Path = typer.Option(DEFAULT_CASSETTES, help="Where the run's cassette goes."),
+    cassette_dir: Path = options.CASSETTE_DIR,
     models_from: Path = typer.Option(None, help="Answer the Judge and World Manager from this "
                                                  "recorded cassette instead of running them."),
 ) -> None:
@@ -55,8 +57,10 @@ def play(
     from ..web.play_app import play_app
     from ..web.serve import bind, serve, url
 
-    if max_turns < 1 or stall_turns < 1:
-        fail("--max-turns and --stall-turns must be at least 1")
+    try:
+        check_turn_limits(max_turns, stall_turns)
+    except user_errors() as exc:
+        fail(exc)
     if models_from is not None and not models_from.is_file():
         fail(f"--models-from {models_from}: no such cassette file")
     try:

@@ -49,7 +49,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score
 
 from ..audit.load import load_audit_input, open_store
-from ..audit.metrics import RunHarm, run_harm
+from ..audit.overharm import RunHarm, run_harm
 from ..backends.base import GenerateRequest
 from ..canonical import content_hash
 from ..cassette import Cassette, CassetteError, RecordMode

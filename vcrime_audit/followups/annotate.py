@@ -18,8 +18,8 @@ from ..agents.prompting import render
 from ..agents.schema import decoding_schema
 from ..backends.base import Message
 from ..canonical import content_hash
-from ..engine import derive_seed
 from ..models import ModelEntry
+from ..seeds import blake2b_seed
 from ..store import Store
 from .inputs import FollowupInputError, RunInfo, attacker_turns, finished_runs
 from .rubric import DIMENSIONS, Rubric, default_rubric
@@ -135,7 +135,7 @@ class Annotate(Workflow[AnnotateConfig]):
                 entry, item=f"{run.run_id}/{entry.name}/{round_}", role=ROLE,
                 call="score" if round_ == 1 else "reconcile", messages=messages,
                 output_model=model, schema=decoding_schema(model),
-                seed=derive_seed(run.seed, run.task_id, 0, f"annotate.{entry.name}.{round_}"))
+                seed=blake2b_seed(run.seed, run.task_id, 0, f"annotate.{entry.name}.{round_}"))
         except ModelOutputError:
             return None
 

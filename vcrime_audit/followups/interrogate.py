@@ -29,8 +29,8 @@ from ..agents.schema import decoding_schema
 from ..backends.base import Message
 from ..canonical import canonical_json, content_hash
 from ..defaults import DEFAULT_MIN_TURNS
-from ..engine import derive_seed
 from ..models import ModelEntry
+from ..seeds import blake2b_seed
 from ..store import Store
 from .inputs import FollowupInputError, RunInfo, attacker_turns, briefing, finished_runs
 from .session import Prepared, Session, Workflow, with_role_sampling
@@ -232,7 +232,7 @@ class Interrogate(Workflow[InterrogateConfig]):
             model = config.interrogator or run.attacker
             entry = with_role_sampling(entries[model], ROLE, max_tokens=config.max_tokens)
             key = condition_key(condition, config.mode)
-            seed = derive_seed(run.seed, run.task_id, 0, f"interrogate.{condition}")
+            seed = blake2b_seed(run.seed, run.task_id, 0, f"interrogate.{condition}")
             error, answers = "", None
             if config.mode == "free":
                 text = await session.ask_text(entry, item=f"{run.run_id}/{key}", role=ROLE, call=key,

@@ -19,8 +19,8 @@ from ..agents.calling import ModelOutputError
 from ..agents.judge import JudgeOutput
 from ..canonical import content_hash
 from ..defaults import DEFAULT_PER_ATTACKER
-from ..engine import derive_seed
 from ..models import ModelEntry
+from ..seeds import blake2b_seed
 from ..store import Store
 from ..store.rows import judgment_row as store_judgment_row
 from .inputs import (
@@ -73,7 +73,7 @@ async def judge_turn(session: Session, entry: ModelEntry, turn: TurnInput) -> Ju
         entry, item=f"{run.run_id}:{turn.turn}", role="judge", call="assess",
         messages=judge.assess_messages(judge_world(turn), turn.action_model()),
         output_model=JudgeOutput, schema=judge.assess_schema(), check=judge.check_judgment,
-        seed=derive_seed(run.seed, run.task_id, turn.turn, "judge.assess"))
+        seed=blake2b_seed(run.seed, run.task_id, turn.turn, "judge.assess"))
 
 
 class Rejudge(Workflow[RejudgeConfig]):

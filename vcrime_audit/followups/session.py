@@ -26,7 +26,7 @@ from ..cassette import Cassette, CassetteError, RecordMode
 from ..cassette.cassette import UNIT
 from ..defaults import DEFAULT_CASSETTES
 from ..fingerprints import weights_digest
-from ..identity import IDENTICAL, ReplayCheck
+from ..identity import CheckedOutcome, ReplayCheck
 from ..ids import shown_path
 from ..models import ModelEntry, get_model
 from ..progress import progress
@@ -63,7 +63,7 @@ class Prepared:
 
 
 @dataclass
-class FollowupOutcome:
+class FollowupOutcome(CheckedOutcome):
     followup_id: str
     kind: str
     store: Path
@@ -75,14 +75,6 @@ class FollowupOutcome:
     replayed_calls: int
     check: ReplayCheck
     sample: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def recorded_hash(self) -> str | None:
-        return self.check.recorded_hash
-
-    @property
-    def identical(self) -> bool | None:
-        return None if self.check.recorded is None else self.check.state == IDENTICAL
 
 
 class Session:

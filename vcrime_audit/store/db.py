@@ -9,16 +9,18 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from .. import __version__
 from ..canonical import content_hash
-from ..engine import TurnRecord
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .rows import turn_rows
 from .schema import schema_problems
+
+if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
+    from ..engine import TurnRecord
 
 HASHED_TABLES = ("turns", "calls", "judgments", "patches")
 LEGACY_HASHED_TABLES = ("turns", "judgments", "patches")

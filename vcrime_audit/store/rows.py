@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
-from ..audit.harm import classify, default_lexicon
 from ..canonical import canonical_json
-from ..engine import TurnRecord
+from ..harm import classify, default_lexicon
+
+if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
+    from ..engine import TurnRecord
 
 
 def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[dict[str, Any]]]:

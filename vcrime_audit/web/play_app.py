@@ -80,7 +80,7 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        from ..audit.harm import default_lexicon
+        from ..harm import default_lexicon
 
         # the store classifies each action with the over-harm lexicon; load it (seconds) while the
         # person reads turn 1 rather than after their first submission

@@ -1,0 +1,31 @@
+"""The two seed-derivation schemes. They differ on purpose and give different values; recorded
+cassettes hold the seeds each one derived, so neither may change.
+
+- :func:`blake2b_seed` keys a *named* stream of one turn of a task (episodes, the follow-ups that
+  re-ask an episode's turns, the harm check): the key is text, hashed as canonical JSON.
+- :func:`seedsequence_seed` extends the certification's numpy ``SeedSequence`` tree, where the walk
+  and the jailbreak draws are generator streams 0 and 1 of (run seed, conversation index)
+  (:func:`vcrime_audit.certify.distributions.conversation_rng`); the model calls' sampling seeds
+  are further integer streams of the same tree.
+"""
+
+from __future__ import annotations
+
+from .canonical import blake2b_hex, canonical_json
+
+SEED_MODULUS = 2**31 - 1
+
+
+def blake2b_seed(run_seed: int, task_id: str, turn: int, stream: str) -> int:
+    """A 31-bit seed for one named random stream of one turn: blake2b (8 bytes) of the canonical
+    JSON of ``[run_seed, task_id, turn, stream]``, modulo 2^31 - 1. Same inputs, same seed."""
+    return int(blake2b_hex(canonical_json([run_seed, task_id, turn, stream]), 8), 16) % SEED_MODULUS
+
+
+def seedsequence_seed(seed: int, index: int, stream: int, turn: int) -> int:
+    """A 31-bit sampling seed for one certification call: the first 32-bit word of numpy's
+    ``SeedSequence([seed, index, stream, turn])``, its top bit cleared."""
+    import numpy as np
+
+    state = np.random.SeedSequence([seed, index, stream, turn]).generate_state(1, np.uint32)[0]
+    return int(state) & 0x7FFFFFFF
