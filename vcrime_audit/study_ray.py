@@ -204,6 +204,19 @@ def merge_shards(study: StudyConfig, shards: list[Path]) -> None:
     merge_stores(study.db, shards)
 
 
+def preflight(study: StudyConfig, pending: list[RunConfig]) -> None:
+    """Check an openai backend's entries here, once (addresses, pools reporting one model), so a
+    bad entry is one error line instead of a crash in every task."""
+    if study.backend != "openai":
+        return
+    from .backends.registry import make_backend
+    from .models import get_model
+
+    names = {n for c in pending for n in (c.attacker, c.judge, c.world_manager)}
+    backend = make_backend(study.backend, {n: get_model(n) for n in names})
+    asyncio.run(backend.aclose())
+
+
 def run_study_ray(study: StudyConfig, shard: tuple[int, int] = (1, 1), replay_only: bool = False,
                   address: str | None = None, task_cpus: float = 1.0) -> RayStudy:
     """Run the study's pending episodes as Ray tasks (at most ``study.concurrency`` at once),
@@ -221,6 +234,8 @@ def run_study_ray(study: StudyConfig, shard: tuple[int, int] = (1, 1), replay_on
     lock = DriverLock(folder)
     try:
         pending = pending_runs(study, shard, result)
+        if pending and not replay_only:
+            preflight(study, pending)
         if pending:
             ray = connect(address)
             study.cassette_dir.mkdir(parents=True, exist_ok=True)
