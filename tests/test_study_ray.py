@@ -107,7 +107,7 @@ def test_the_ray_executor_merges_the_local_executors_rows_and_verifies_every_run
     for run_id in run_ids:
         assert calls(study.cassette_dir / f"{run_id}.jsonl.gz") == \
             calls(local_reference.cassette_dir / f"{run_id}.jsonl.gz")
-    assert not list(shard_folder(study).glob("*.sqlite")), "merged shard stores are removed"
+    assert not shard_folder(study).exists(), "merged shard stores are removed"
 
     again = CliRunner().invoke(app, ["study", str(config), "--executor", "ray"])
     assert again.exit_code == 0 and "0 run(s) played, 4 already finished" in again.output
@@ -171,3 +171,49 @@ def test_a_resumed_study_replaces_a_crashed_run_in_the_study_store(local_referen
     assert result.done == 1 and result.skipped == 1
     assert [v.state for v in result.verdicts] == ["verified"]
     assert rows(study.db, run_ids) == rows(local_reference.db, run_ids)
+
+
+def one_error_line(args: list[str]) -> str:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    return errors[0]
+
+
+@pytest.fixture
+def study_yaml(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(spec(tmp_path / "s", [0]).model_dump(mode="json")), encoding="utf-8")
+    return str(path)
+
+
+def test_an_unreachable_address_is_one_line_with_the_fix(study_yaml):
+    from tests.backends.server import free_port
+
+    port = free_port()
+    line = one_error_line(["study", study_yaml, "--executor", "ray", "--address", f"127.0.0.1:{port}"])
+    assert f"--address 127.0.0.1:{port}: no Ray cluster answers there" in line
+    assert "fix: on the head node run `ray start --head --port=6379`" in line
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--executor", "ray", "--address", "headnode"], "--address headnode: not HOST:PORT; fix:"),
+    (["--executor", "ray", "--address", "ray://10.0.0.1:10001"], "Ray Client addresses (ray://) are not"),
+    (["--address", "127.0.0.1:6379"], "--address is for a Ray cluster; fix: add --executor ray"),
+    (["--executor", "dask"], "--executor dask: unknown executor; fix: use --executor local or"),
+    (["--executor", "ray", "--task-cpus", "0"], "--task-cpus 0.0: must be above 0"),
+])
+def test_bad_executor_options_are_one_line(study_yaml, args, words):
+    assert words in one_error_line(["study", study_yaml, *args])
+
+
+def test_a_bad_pool_entry_fails_in_the_driver_before_any_task(tmp_path, monkeypatch):
+    from tests.backends.test_pool import POOL, study_file, write_pool_entry
+
+    monkeypatch.delenv("VCRIME_OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("VCRIME_MODELS", str(write_pool_entry(tmp_path / "models", [])))
+    line = one_error_line(["study", str(study_file(tmp_path, [0])), "--executor", "ray"])
+    assert f"model '{POOL}'" in line and "options.base_urls is empty; fix:" in line
+    assert not (tmp_path / "study.shards").exists()

@@ -159,8 +159,14 @@ class DriverLock:
                                "wait for it, or give this study another db") from None
 
     def release(self) -> None:
+        """Unlock, and remove the shard folder when nothing but the lock is left in it."""
+        self.path.unlink(missing_ok=True)
         fcntl.flock(self.file, fcntl.LOCK_UN)
         self.file.close()
+        try:
+            self.path.parent.rmdir()
+        except OSError:
+            pass
 
 
 def pending_runs(study: StudyConfig, shard: tuple[int, int], progress: StudyProgress) -> list[RunConfig]:

@@ -1,12 +1,12 @@
 """A pool of OpenAI-compatible servers serving one model (``options.base_urls``).
 
-Each call goes to the healthy server with the fewest calls in flight (ties: the one that has
-served fewest calls). A server whose request fails (no connection, a reset, HTTP 5xx) is taken
-out and the call is retried on another one at once; a server taken out is probed again
-(``GET /models``, which must still list the pool's model) after a backoff that doubles with each
-failed probe, from ``options.backoff_s`` up to ``options.max_backoff_s``, and comes back when the
-probe succeeds. A call fails only when every attempt of its budget failed:
-``(options.max_retries + 1)`` x the number of servers.
+Each call goes to the healthy server with the fewest calls in flight (ties: the first listed, so
+a run's consecutive calls stay on one server and reuse its prompt cache). A server whose request
+fails (no connection, a reset, HTTP 5xx) is taken out and the call is retried on another one at
+once; a server taken out is probed again (``GET /models``, which must still list the pool's
+model) after a backoff that doubles with each failure, from ``options.backoff_s`` up to
+``options.max_backoff_s``, and comes back when the probe succeeds. A call fails only when every
+attempt of its budget failed: ``(options.max_retries + 1)`` x the number of servers.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class ServerPool:
 
     def best(self) -> Server | None:
         healthy = [s for s in self.servers if s.healthy]
-        return min(healthy, key=lambda s: (s.in_flight, s.calls)) if healthy else None
+        return min(healthy, key=lambda s: s.in_flight) if healthy else None
 
     def take_out(self, server: Server, reason: str) -> None:
         server.healthy = False
