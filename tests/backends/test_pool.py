@@ -237,3 +237,18 @@ def test_a_server_down_at_startup_is_taken_out_and_the_rest_serve(registry):
         up.close()
     first, second = backend._endpoint(POOL).pool.servers
     assert not first.healthy and "ConnectError" in first.last_error and second.healthy
+
+
+def test_the_readmes_cluster_entry_and_study_file_are_valid():
+    from vcrime_audit.backends.openai import OpenAIOptions
+    from vcrime_audit.models import ModelEntry
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Running on a cluster\n", 1)[1].split("\n## ", 1)[0]
+    entry_text, study_text = [part.split("```", 1)[0] for part in section.split("```yaml\n")[1:]]
+    entry = ModelEntry.model_validate(yaml.safe_load(entry_text))
+    options = entry.backend_options(OpenAIOptions)
+    assert len(check_urls(options.base_urls, entry.name)) == 4
+    study = StudyConfig.model_validate(yaml.safe_load(study_text))
+    assert {study.judge, study.world_manager, *study.attackers} == {entry.name}
+    assert study.backend == entry.backend == "openai"
