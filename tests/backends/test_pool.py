@@ -32,22 +32,37 @@ POOL = "smollm2-135m-pool"
 
 
 class ModelList:
-    """A real HTTP server on 127.0.0.1 that answers GET /v1/models with the given model ids."""
+    """A real HTTP server on 127.0.0.1 that answers GET /v1/models with the given model ids and
+    every chat completion with the same short answer (after ``delay`` seconds); it counts them."""
 
-    def __init__(self, ids: list[str]) -> None:
+    def __init__(self, ids: list[str], delay: float = 0.0) -> None:
         payload = json.dumps({"object": "list", "data": [{"id": i, "object": "model", "owned_by": "me"}
                                                           for i in ids]}).encode()
+        answer = json.dumps({"choices": [{"message": {"content": '{"color": "blue"}'},
+                                          "finish_reason": "stop"}],
+                             "usage": {"prompt_tokens": 5, "completion_tokens": 4}}).encode()
+        self.chats = 0
+        owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:
-                self.send_response(200 if self.path == "/v1/models" else 404)
+            def _send(self, status: int, body: bytes) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(payload)
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                self._send(200 if self.path == "/v1/models" else 404, payload)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                time.sleep(delay)
+                owner.chats += 1
+                self._send(200, answer)
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -252,3 +267,33 @@ def test_the_readmes_cluster_entry_and_study_file_are_valid():
     study = StudyConfig.model_validate(yaml.safe_load(study_text))
     assert {study.judge, study.world_manager, *study.attackers} == {entry.name}
     assert study.backend == entry.backend == "openai"
+
+
+def test_calls_spread_over_the_pool_and_move_off_a_server_that_stops(registry):
+    from tests.backends.test_openai import color_request
+
+    first, second = ModelList(["smollm2-135m-instruct"], 0.05), ModelList(["smollm2-135m-instruct"], 0.05)
+    registry([first.base_url, second.base_url], backoff_s=0.05, max_backoff_s=0.2)
+    backend = make_backend("openai", {POOL: get_model(POOL)})
+    request = color_request().model_copy(update={"model": POOL})
+
+    async def calls(n: int) -> list[str]:
+        return [r.text for r in await asyncio.gather(*(backend.generate(request) for _ in range(n)))]
+
+    async def play() -> tuple[list[str], list[str]]:
+        try:
+            together = await calls(4)
+            first.close()  # the server goes away: its next call fails and moves to the other
+            after = await calls(4)
+            return together, after
+        finally:
+            await backend.aclose()
+
+    try:
+        together, after = asyncio.run(play())
+    finally:
+        second.close()
+    assert together == after == ['{"color": "blue"}'] * 4
+    a, b = backend._endpoint(POOL).pool.servers
+    assert (first.chats, second.chats) == (2, 6), "4 at once go 2 and 2; after the stop all go to b"
+    assert a.calls == 2 and b.calls == 6 and a.errors >= 1 and not a.healthy

@@ -97,7 +97,7 @@ class ServerPool:
         return [s for s in self.servers if not s.healthy and not s.probing and s.retry_at <= now]
 
     def next_retry_in(self) -> float:
-        waiting = [s.retry_at for s in self.servers if not s.healthy]
+        waiting = [s.retry_at for s in self.servers if not s.healthy and not s.probing]
         return max(0.0, min(waiting) - time.monotonic()) if waiting else 0.0
 
     def start_probes(self, probe: Any) -> None:
@@ -109,11 +109,14 @@ class ServerPool:
             task.add_done_callback(self._probes.discard)
 
     async def probe_now(self, probe: Any) -> None:
-        """Probe the due servers and wait for the answers (when no server is healthy)."""
+        """Probe the due servers and wait for their answers and for the probes already running
+        (when no server is healthy)."""
         due = self.due()
         for server in due:
             server.probing = True
-        await asyncio.gather(*(self._probe(s, probe) for s in due))
+        loop = asyncio.get_running_loop()
+        running = [t for t in self._probes if not t.done() and t.get_loop() is loop]
+        await asyncio.gather(*(self._probe(s, probe) for s in due), *running, return_exceptions=True)
 
     async def _probe(self, server: Server, probe: Any) -> None:
         try:
