@@ -247,10 +247,11 @@ def run_study_ray(study: StudyConfig, shard: tuple[int, int] = (1, 1), replay_on
             study.cassette_dir.mkdir(parents=True, exist_ok=True)
             task = ray.remote(max_retries=MAX_RETRIES, num_cpus=task_cpus)(play_one)
             _schedule(ray, task, study, pending, replay_only, folder, result, progress)
-        shards = sorted(p for p in (folder / f"{c.run_id()}.sqlite" for c in pending) if p.exists())
+        gave_up = {r for r, _ in result.failed or []}
+        merged = {c.run_id() for c in pending} - gave_up
+        shards = sorted(p for p in (folder / f"{r}.sqlite" for r in merged) if p.exists())
         if shards:
             merge_shards(study, shards)
-            merged = {c.run_id() for c in pending} - {r for r, _ in result.failed or []}
             verifier = Verifier([study.cassette_dir])
             try:
                 verifier.store(study.db, only=merged)
