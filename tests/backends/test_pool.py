@@ -28,6 +28,7 @@ from vcrime_audit.verify import Verifier
 from .server import free_port, llama_server
 
 BASE = "smollm2-135m-server"
+PROJECT_MODELS = Path(__file__).resolve().parents[2] / "local_models"
 POOL = "smollm2-135m-pool"
 
 
@@ -76,7 +77,7 @@ class ModelList:
 def write_pool_entry(folder: Path, urls: object, **options: object) -> Path:
     """A registry folder holding the pool entry: the embedded model's server entry with base_urls."""
     folder.mkdir(parents=True, exist_ok=True)
-    data = get_model(BASE).model_dump(mode="json", exclude={"source_file"})
+    data = get_model(BASE, PROJECT_MODELS).model_dump(mode="json", exclude={"source_file"})
     data["name"] = POOL
     data["options"] = {**data["options"], "base_urls": urls, **options}
     data["options"].pop("base_url", None)
