@@ -34,13 +34,13 @@ def load_average() -> str:
 
 def measure(servers: int, runs: int, turns: int, concurrency: int, work: Path) -> tuple[float, int]:
     from tests.backends.server import llama_server
-    from tests.backends.test_pool import write_pool_entry
+    from tests.backends.test_pool import PROJECT_MODELS, write_pool_entry
     from vcrime_audit.cassette import Cassette, RecordMode
     from vcrime_audit.models import get_model
     from vcrime_audit.study import StudyConfig, run_study
 
-    weights = get_model("smollm2-135m").weights_path()
-    alias = get_model("smollm2-135m-server").weights.served_name
+    weights = get_model("smollm2-135m", PROJECT_MODELS).weights_path()
+    alias = get_model("smollm2-135m-server", PROJECT_MODELS).weights.served_name
     with ExitStack() as stack:
         urls = [stack.enter_context(llama_server(weights, alias, work / f"server{i}.log",
                                                  n_ctx=4096)).base_url for i in range(servers)]
@@ -63,11 +63,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--turns", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--servers", type=int, nargs="+", default=[1, 2], help="Pool sizes to measure.")
     args = parser.parse_args()
     os.environ.pop("VCRIME_OPENAI_BASE_URL", None)
     print(f"{args.runs} run(s) x {args.turns} turn(s), concurrency {args.concurrency}; {load_average()}",
           flush=True)
-    for servers in (1, 2):
+    for servers in args.servers:
         with tempfile.TemporaryDirectory(prefix="vcrime-bench-pool-") as tmp:
             seconds, calls = measure(servers, args.runs, args.turns, args.concurrency, Path(tmp))
         print(f"{servers} server(s): wall {seconds:.1f} s, {calls} calls, {calls / seconds:.3f} calls/s; "
