@@ -13,6 +13,7 @@ or has a journal that already holds its summary (so only the compression is left
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import signal
@@ -139,6 +140,19 @@ class Recorder:
         kill_point("flush")
         with self.store.db.conn:
             write()
+        kill_point("commit")
+
+    async def commit_off_loop(self, write: Callable[[Store], None]) -> None:
+        """:meth:`commit` without blocking the event loop (same order, same kill points): the
+        journal's fsync runs on a worker thread, the transaction on the store's writer thread
+        (``write`` gets that thread's store). A replay, which has nothing to wait for, commits
+        in place."""
+        if not self.cassette.recording:
+            self.commit(lambda: write(self.store))
+            return
+        await asyncio.to_thread(self.cassette.flush)
+        kill_point("flush")
+        await self.store.commit_off_loop(write)
         kill_point("commit")
 
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
