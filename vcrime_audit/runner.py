@@ -130,7 +130,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     digest = content_hash(rows)
     status, reason = (last.status, last.reason) if last else (MAX_TURNS, "no turn played")
     turns = last.turn if last else 0
-    check = recorder.finish(
+    check = await recorder.finish_off_loop(
         {"status": status, "reason": reason, "turns": turns, "final_world_hash": final.digest(),
          "turn_rows_hash": digest},
         {"run_id": run_id, "status": status, "turns": turns, "turn_rows_hash": digest,

@@ -117,12 +117,13 @@ class Store:
             self._writer = None
         self.db.conn.close()
 
-    async def commit_off_loop(self, write: Callable[[Store], None]) -> None:
-        """Run ``write(store)`` in one transaction on this store's writer thread (its own
-        connection), so the event loop does not wait for the commit's fsync."""
+    async def commit_off_loop(self, write: Callable[[Store], None], transaction: bool = True) -> None:
+        """Run ``write(store)`` (in one transaction unless ``transaction`` is false) on this
+        store's writer thread (its own connection), so the event loop does not wait for the
+        commit's fsync."""
         if self._writer is None:
             self._writer = StoreWriter(self.path)
-        await self._writer.commit(write)
+        await self._writer.commit(write, transaction)
 
     @contextmanager
     def immediate(self) -> Iterator[None]:

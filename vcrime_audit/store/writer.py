@@ -24,16 +24,20 @@ class StoreWriter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         self._store: Store | None = None
 
-    def _transaction(self, write: Callable[[Store], None]) -> None:
+    def _transaction(self, write: Callable[[Store], None], transaction: bool) -> None:
         if self._store is None:
             from .db import Store
             self._store = Store(self.path)
+        if not transaction:
+            write(self._store)
+            return
         with self._store.db.conn:
             write(self._store)
 
-    async def commit(self, write: Callable[[Store], None]) -> None:
-        """Run ``write(store)`` in one transaction on the writer thread; returns once committed."""
-        await asyncio.wrap_future(self._pool.submit(self._transaction, write))
+    async def commit(self, write: Callable[[Store], None], transaction: bool = True) -> None:
+        """Run ``write(store)`` (in one transaction unless ``transaction`` is false) on the
+        writer thread; returns once committed."""
+        await asyncio.wrap_future(self._pool.submit(self._transaction, write, transaction))
 
     def _close(self) -> None:
         if self._store is not None:
