@@ -24,7 +24,7 @@ fi
 $PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
 # torch from the CPU wheel (an unpinned torch would pull a multi-GB CUDA build)
 $PY -m pip install -q "torch==2.13.0"
-$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,inspect,datasette,test,web]"
+$PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,inspect,datasette,test,web,ray]"
 # the browser tests drive Debian's chromium through Playwright (its own browser download is
 # unreachable offline); CI runs as root
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -53,3 +53,27 @@ class ScriptedBackend:
 @pytest.fixture
 def scripted():
     return ScriptedBackend
+
+
+@pytest.fixture(scope="session")
+def live_one_turn(tmp_path_factory):
+    """One turn of the demo task recorded with the embedded model, shared by the live tests
+    that need a fresh recording of this machine (llama.cpp's answers depend on the build and
+    the CPU, so only a recording made here can be reproduced live). Returns the outcome."""
+    pytest.importorskip("llama_cpp", reason="a live recording needs the local backend")
+    import asyncio
+
+    from vcrime_audit.runner import RunConfig, run_episode
+
+    work = tmp_path_factory.mktemp("live_one_turn")
+    return asyncio.run(run_episode(RunConfig(max_turns=1), work / "live.sqlite", work / "cassettes"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist (`--dist loadgroup`): a test file's tests share a worker, so module
+    fixtures (a server, a Ray cluster, a loaded model) start once; the tests that use the live
+    one-turn recording share one worker, so it is recorded once."""
+    for item in items:
+        uses_live_turn = "live_one_turn" in getattr(item, "fixturenames", ())
+        group = "live_one_turn" if uses_live_turn else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))

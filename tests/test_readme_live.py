@@ -47,9 +47,10 @@ def test_first_command_live_certify_and_study_leave_the_checkout_clean(tmp_path)
 
     (clone / "runs" / "one.yaml").write_text(
         "name: one\nattackers: [smollm2-135m]\njudge: smollm2-135m\nworld_manager: smollm2-135m\n"
-        "tasks: [robotics_company__theft]\nseeds: [0]\nmax_turns: 1\nconcurrency: 1\n")
+        "tasks: [robotics_company__data_theft]\nseeds: [0]\nmax_turns: 1\nconcurrency: 1\n")
     study = _ok("vcrime-audit study runs/one.yaml", clone, env)
     assert "1 run(s) played" in study and "store runs/study.sqlite, cassettes runs/cassettes" in study
+    assert "identical turn rows" in study, "the study's one run is the first command's: replayed"
 
     assert _status(clone) == ""
     _ok("VA=vcrime-audit bash scripts/demo_report.sh", clone, env)

@@ -10,15 +10,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+"""Exact types that pass through unchanged; checked first because ``isinstance`` against
+BaseModel (an ABC metaclass) is slow, and canonical JSON visits millions of leaves in a study."""
+
 
 def to_plain(obj: Any) -> Any:
     """Pydantic models become plain JSON data (by field name); other values pass through."""
+    if type(obj) in _LEAVES:
+        return obj
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, dict):
-        return {str(k): to_plain(v) for k, v in obj.items()}
+        return {str(k): v if type(v) in _LEAVES else to_plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_plain(v) for v in obj]
+        return [v if type(v) in _LEAVES else to_plain(v) for v in obj]
     return obj
 
 

@@ -39,7 +39,7 @@ def run(
     world_manager: str = options.WORLD_MANAGER,
     backend: str = typer.Option(None, help="Engine that serves the models: local | openai | "
                                            "transformers | vllm (default: the attacker entry's)."),
-    max_turns: int = typer.Option(5, help="Turn limit (the paper uses 60; 5 keeps the CPU demo short)."),
+    max_turns: int = typer.Option(3, help="Turn limit (the paper uses 60; 3 keeps the CPU demo short)."),
     stall_turns: int = options.STALL_TURNS,
     db: Path = typer.Option(DEFAULT_DB, help="SQLite store."),
     cassette_dir: Path = options.CASSETTE_DIR,

@@ -13,6 +13,7 @@ or has a journal that already holds its summary (so only the compression is left
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import signal
@@ -141,6 +142,19 @@ class Recorder:
             write()
         kill_point("commit")
 
+    async def commit_off_loop(self, write: Callable[[Store], None]) -> None:
+        """:meth:`commit` without blocking the event loop (same order, same kill points): the
+        journal's fsync runs on a worker thread, the transaction on the store's writer thread
+        (``write`` gets that thread's store). A replay, which has nothing to wait for, commits
+        in place."""
+        if not self.cassette.recording:
+            self.commit(lambda: write(self.store))
+            return
+        await asyncio.to_thread(self.cassette.flush)
+        kill_point("flush")
+        await self.store.commit_off_loop(write)
+        kill_point("commit")
+
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final
         fields, then the final cassette; the check compares with the summary held before."""
@@ -157,6 +171,25 @@ class Recorder:
         return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
                            self.cassette.recording, summary)
 
+    async def finish_off_loop(self, fields: dict[str, Any], summary: dict[str, Any],
+                              hash_field: str) -> ReplayCheck:
+        """:meth:`finish` without blocking the event loop (same order, same kill points): the
+        summary's fsync and the compression on worker threads, the final fields and the
+        checkpoint on the store's writer thread. A replay finishes in place."""
+        if not self.cassette.recording:
+            return self.finish(fields, summary, hash_field)
+        recorded = self.cassette.summary
+        await asyncio.to_thread(self.cassette.close_with_summary, summary)
+        kill_point("summary")
+        final = {**fields, "writer": None, "finished_at": now()}
+        await self.store.commit_off_loop(lambda store: self._update(final, store))
+        await self.store.commit_off_loop(lambda store: store.checkpoint(), transaction=False)
+        kill_point("finish")
+        await asyncio.to_thread(self.cassette.finalise)
+        self._release()
+        return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
+                           self.cassette.recording, summary)
+
     def crash(self, exc: BaseException) -> None:
         """Mark the job crashed; calls of the unit in flight are forgotten, committed ones kept."""
         self.cassette.discard_pending()
@@ -168,12 +201,12 @@ class Recorder:
         finally:
             self._release()
 
-    def _update(self, fields: dict[str, Any]) -> None:
+    def _update(self, fields: dict[str, Any], store: Store | None = None) -> None:
         sets = ", ".join(f"[{k}] = ?" for k in fields)
-        with self.store.db.conn:
-            self.store.db.conn.execute(
-                f"UPDATE [{self.kind.table}] SET {sets} WHERE [{self.kind.key}] = ?",
-                [*fields.values(), self.job_id])
+        conn = (store or self.store).db.conn
+        with conn:
+            conn.execute(f"UPDATE [{self.kind.table}] SET {sets} WHERE [{self.kind.key}] = ?",
+                         [*fields.values(), self.job_id])
 
     def _release(self) -> None:
         _CLAIMED.discard(self._claim)

@@ -106,7 +106,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
         also=lambda s: s.insert_rows("models", models, replace=True))
 
     async def on_turn(record: TurnRecord) -> None:
-        recorder.commit(lambda: store.write_turn(run_id, record, roles.judge.name))
+        await recorder.commit_off_loop(lambda s: s.write_turn(run_id, record, roles.judge.name))
         if observer is not None:
             observer(run_id, record)
 
@@ -122,7 +122,7 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
     digest = content_hash(rows)
     status, reason = (last.status, last.reason) if last else (MAX_TURNS, "no turn played")
     turns = last.turn if last else 0
-    check = recorder.finish(
+    check = await recorder.finish_off_loop(
         {"status": status, "reason": reason, "turns": turns, "final_world_hash": final.digest(),
          "turn_rows_hash": digest},
         {"run_id": run_id, "status": status, "turns": turns, "turn_rows_hash": digest,
@@ -164,8 +164,14 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     inner = None
     if cassette.recording:
         inner = backend if backend is not None else make_backend(config.backend, entries)
-    return await _play(config, world, _roles(config, entries), cassette, inner, store or Store(db),
-                       owns_inner=backend is None, observer=observer)
+    own = store is None
+    store = store or Store(db)
+    try:
+        return await _play(config, world, _roles(config, entries), cassette, inner, store,
+                           owns_inner=backend is None, observer=observer)
+    finally:
+        if own:
+            store.close()
 
 
 def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:

@@ -110,8 +110,9 @@ class Verifier:
 
     # -- a store ---------------------------------------------------------------------------
 
-    def store(self, db: Path) -> list[str]:
-        """Verify every job of the store ``db``; returns store-level problems."""
+    def store(self, db: Path, only: set[str] | None = None) -> list[str]:
+        """Verify every job of the store ``db`` (``only``: just these runs); returns store-level
+        problems."""
         if not Path(db).is_file():
             raise StoreError(f"{db}: no such store; fix: pass --db with a store written by "
                              "vcrime-audit")
@@ -119,7 +120,10 @@ class Verifier:
         problems = [f"integrity_check: {row[0]}" for row in
                     store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
         for run in store.runs():
-            self._run(store, run)
+            if only is None or run["run_id"] in only:
+                self._run(store, run)
+        if only is not None:
+            return problems
         for row in list(store.db["certifications"].rows_where(order_by="certification_id")):
             self._certification(store, row)
         for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):

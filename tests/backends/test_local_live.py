@@ -7,7 +7,7 @@ import pytest
 from vcrime_audit.agents import attacker
 from vcrime_audit.backends.base import GenerateRequest
 from vcrime_audit.cassette import Cassette, RecordMode
-from vcrime_audit.runner import RunConfig, replay, run_episode
+from vcrime_audit.runner import replay
 
 pytest.importorskip("llama_cpp", reason="the local backend needs llama-cpp-python")
 pytestmark = pytest.mark.live
@@ -37,9 +37,8 @@ def test_schema_constrained_act_call_is_valid_and_deterministic(backend, demo_wo
     assert fingerprint["engine"] == "llama-cpp-python" and len(fingerprint["weights"]["blake2b"]) == 32
 
 
-def test_record_one_turn_live_then_replay_identically(tmp_path):
-    config = RunConfig(max_turns=1, seed=11)
-    recorded = asyncio.run(run_episode(config, tmp_path / "live.sqlite", tmp_path / "cassettes"))
+def test_record_one_turn_live_then_replay_identically(live_one_turn, tmp_path):
+    recorded = live_one_turn
     assert recorded.model_calls >= 2 and recorded.turns == 1
     cassette = Cassette(recorded.cassette, RecordMode.none)
     assert cassette.summary["turn_rows_hash"] == recorded.turn_rows_hash

@@ -128,6 +128,25 @@ def test_a_journal_with_a_torn_last_line_is_cut_back_and_resumes(tmp_path, scrip
     assert ask(again, request("lost")).text == "again" and len(model.calls) == 1
 
 
+@pytest.mark.parametrize("left", [b"", b'{"checksum":"abc","type":"hea'])
+@pytest.mark.parametrize("final", [False, True])
+def test_a_journal_killed_before_its_header_was_written_is_dropped(tmp_path, scripted, left, final):
+    path = recorded(tmp_path, scripted) if final else tmp_path / "c.jsonl.gz"
+    journal_path(path).write_bytes(left)
+    resumed = Cassette(path, RecordMode.new)
+    assert not journal_path(path).exists()
+    assert len(resumed.calls) == (3 if final else 0) and resumed.existed is final
+    model = scripted(lambda r: "fresh")
+    backend = RecordingBackend(resumed, model)
+    ask(backend, request("q9"))
+    resumed.flush()
+    assert len(model.calls) == 1 and len(lines_of_journal(path)) == (5 if final else 2)
+
+
+def lines_of_journal(path):
+    return journal_path(path).read_text().splitlines()
+
+
 def test_a_recorded_failure_is_raised_again_on_replay(tmp_path, scripted):
     path = tmp_path / "c.jsonl.gz"
 

@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat server (``vllm serve``, llama.cpp's server), JSON-Schema-constrained.
 
 The server address comes from ``$VCRIME_OPENAI_BASE_URL`` (or the variable named by
-``options.base_url_env``) or else ``options.base_url``; the API key from the variable named by
-``options.api_key_env``. Neither the key nor the host and port enter the fingerprint or the cassette,
+``options.base_url_env``), else ``options.base_urls`` (a pool of servers serving the same model,
+see :mod:`vcrime_audit.backends.pool`), else ``options.base_url``; the API key from the variable
+named by ``options.api_key_env``. Neither the key nor the host and port enter the fingerprint or the cassette,
 and every error message is scrubbed (vcrime_audit.scrub) before it is raised.
 """
 
@@ -18,9 +19,11 @@ from urllib.parse import urlsplit
 import httpx2 as httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..canonical import canonical_json
 from ..models import ModelEntry
 from ..scrub import register_entry, scrub_text
 from .base import BackendError, GenerateRequest, GenerateResult, Usage
+from .pool import OUT_STATUS, Server, ServerPool, check_urls
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 SERVER_MODEL_FIELDS = ("owned_by", "max_model_len", "meta")
@@ -38,6 +41,8 @@ def _error(message: str) -> BackendError:
 class OpenAIOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     base_url: str | None = None
+    base_urls: list[str] | None = Field(None, description="Several servers of the same model (one "
+                                        "per GPU node): each call goes to the least-busy healthy one.")
     base_url_env: str = "VCRIME_OPENAI_BASE_URL"
     api_key_env: str = "OPENAI_API_KEY"
     response_format: Literal["json_object", "json_schema"] = Field(
@@ -112,6 +117,18 @@ def server_model_fingerprint(listing: Any, served_name: str, url: str) -> dict[s
     return {"ids": sorted(models), **{k: served[k] for k in SERVER_MODEL_FIELDS if k in served}}
 
 
+def served_model(listing: Any, served_name: str, url: str) -> dict[str, Any]:
+    """:func:`server_model_fingerprint`, or the ids alone marked ``missing`` when the server does
+    not serve ``served_name`` (so a pool can name every server that differs)."""
+    try:
+        return server_model_fingerprint(listing, served_name, url)
+    except BackendError:
+        try:
+            return {"ids": sorted(m["id"] for m in listing["data"]), "missing": served_name}
+        except (KeyError, TypeError):
+            raise _error(f"{url} is not an OpenAI model list: {str(listing)[:300]}") from None
+
+
 class _Endpoint:
     """One model's server: address, auth and the retry loop around each HTTP request."""
 
@@ -123,15 +140,28 @@ class _Endpoint:
             raise _error(f"model '{entry.name}' ({entry.source_file}): weights.served_name is "
                                "empty; fix: set it to the model name the server reports at /v1/models")
         self.served_name = entry.weights.served_name
-        base = os.environ.get(self.options.base_url_env) or self.options.base_url
-        if not base:
-            raise _error(f"model '{entry.name}' ({entry.source_file}): no server address; fix: "
-                               f"set ${self.options.base_url_env} or options.base_url, e.g. "
-                               "http://127.0.0.1:8080/v1")
-        self.base_url = base.rstrip("/")
+        urls = self._urls()
+        self.pool = ServerPool(urls, self.options.backoff_s, self.options.max_backoff_s) \
+            if len(urls) > 1 else None
+        self.base_url = urls[0].rstrip("/")
         if urlsplit(self.base_url).scheme not in ("http", "https"):
             raise _error(f"model '{entry.name}': server address '{self.base_url}' is not an "
                                "http(s) URL; fix: use http://HOST:PORT/v1")
+
+    def _urls(self) -> list[str]:
+        entry = self.entry
+        base = os.environ.get(self.options.base_url_env)
+        if not base and self.options.base_urls is not None:
+            try:
+                return check_urls(self.options.base_urls, f"model '{entry.name}' ({entry.source_file})")
+            except ValueError as exc:
+                raise _error(str(exc)) from None
+        base = base or self.options.base_url
+        if not base:
+            raise _error(f"model '{entry.name}' ({entry.source_file}): no server address; fix: "
+                         f"set ${self.options.base_url_env}, options.base_url or options.base_urls, "
+                         "e.g. http://127.0.0.1:8080/v1")
+        return [base]
 
     def headers(self) -> dict[str, str]:
         key = os.environ.get(self.options.api_key_env)
@@ -185,7 +215,128 @@ class _Endpoint:
                 return self.check(response, url)
         raise self.give_up(url, last, status)
 
+    def server_models(self) -> dict[str, Any]:
+        """What the server (every answering server of a pool, alike) reports for the model."""
+        if self.pool is None:
+            return server_model_fingerprint(self.get_sync("/models"), self.served_name,
+                                            self.base_url + "/models")
+        if self.pool.expected is not None:
+            return self.pool.expected
+        reports, last = self._pool_listings()
+        if not reports:
+            raise _error(f"model '{self.entry.name}' ({self.entry.source_file}): no server of "
+                         f"options.base_urls answered GET /models after {self.options.max_retries + 1} "
+                         f"round(s) ({'; '.join(f'{u}: {e}' for u, e in last.items())}); fix: start "
+                         f"them, or {START_HINT}")
+        if len({canonical_json(r) for r in reports.values()}) > 1:
+            seen = "; ".join(f"{u} reports {canonical_json(r)[:200]}" for u, r in reports.items())
+            raise _error(f"model '{self.entry.name}' ({self.entry.source_file}): the servers of "
+                         f"options.base_urls report different models ({seen}); fix: serve the same "
+                         f"weights under the name '{self.served_name}' on every server (vllm serve "
+                         f"MODEL --served-model-name {self.served_name}), or make one model entry "
+                         "per model")
+        expected = next(iter(reports.values()))
+        if "missing" in expected:
+            raise _error(f"{next(iter(reports))}/models does not serve '{self.served_name}' (it "
+                         f"serves: {', '.join(expected['ids']) or 'nothing'}); fix: set "
+                         "weights.served_name to one of those or start the servers with that name")
+        for server in self.pool.servers:
+            if server.url not in reports:
+                self.pool.take_out(server, last.get(server.url, "no answer at startup"))
+        self.pool.expected = expected
+        return expected
+
+    def _pool_listings(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """GET /models from each server of the pool, in rounds until one answers."""
+        assert self.pool is not None
+        reports: dict[str, dict[str, Any]] = {}
+        last: dict[str, str] = {}
+        with httpx.Client(timeout=self.timeout()) as client:
+            for attempt in range(self.options.max_retries + 1):
+                if attempt:
+                    time.sleep(backoff_delay(attempt - 1, self.options))
+                for server in self.pool.servers:
+                    url = server.url + "/models"
+                    try:
+                        response = client.get(url, headers=self.headers())
+                    except httpx.TransportError as exc:
+                        last[server.url] = f"{type(exc).__name__}: {exc}"
+                        continue
+                    if response.status_code in TRANSIENT_STATUS:
+                        last[server.url] = f"HTTP {response.status_code}"
+                        continue
+                    reports[server.url] = served_model(self.check(response, url), self.served_name, url)
+                if reports:
+                    break
+        return reports, last
+
+    async def probe(self, client: httpx.AsyncClient, server: Server) -> str:
+        """A pool server's health check: '' when it answers GET /models with the pool's model."""
+        url = server.url + "/models"
+        try:
+            response = await client.get(url, headers=self.headers(),
+                                        timeout=min(10.0, self.options.timeout_s))
+        except httpx.TransportError as exc:
+            return f"health check: {type(exc).__name__}"
+        if response.status_code != 200:
+            return f"health check: HTTP {response.status_code}"
+        try:
+            found = served_model(response.json(), self.served_name, url)
+        except (ValueError, BackendError) as exc:
+            return f"health check: {str(exc)[:200]}"
+        if self.pool is not None and self.pool.expected is not None and found != self.pool.expected:
+            return f"health check: it now serves another model ({canonical_json(found)[:200]})"
+        return ""
+
+    async def post_pool(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Any:
+        """POST to the least-busy healthy server; a failing one is taken out and the call goes
+        to another (the budget: max_retries + 1 attempts per server)."""
+        pool = self.pool
+        assert pool is not None
+
+        async def probe(server: Server) -> str:
+            return await self.probe(client, server)
+
+        budget = (self.options.max_retries + 1) * len(pool.servers)
+        last = ""
+        for attempt in range(budget):
+            pool.start_probes(probe)
+            server = pool.best()
+            if server is None:
+                await asyncio.sleep(pool.next_retry_in())
+                await pool.probe_now(probe)
+                server = pool.best()
+                if server is None:
+                    continue
+            url = server.url + path
+            server.in_flight += 1
+            try:
+                response = await client.post(url, json=body, headers=self.headers(),
+                                             timeout=self.timeout())
+            except httpx.TransportError as exc:
+                last = f"{url}: {type(exc).__name__}: {exc}"
+                pool.take_out(server, f"{type(exc).__name__}: {exc}")
+                continue
+            finally:
+                server.in_flight -= 1
+            if response.status_code in OUT_STATUS:
+                last = f"{url}: HTTP {response.status_code}: {response.text[:200]}"
+                pool.take_out(server, f"HTTP {response.status_code}")
+                continue
+            pool.answered(server)
+            if response.status_code in TRANSIENT_STATUS:
+                last = f"{url}: HTTP {response.status_code}"
+                await asyncio.sleep(backoff_delay(attempt, self.options,
+                                                  response.headers.get("retry-after")))
+                continue
+            return self.check(response, url)
+        raise _error(f"model '{self.entry.name}': no server of its pool answered after {budget} "
+                     f"attempt(s) (last: {last}); servers: {pool.describe()}; fix: check that the "
+                     f"servers are up, or {START_HINT}")
+
     async def post(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Any:
+        if self.pool is not None:
+            return await self.post_pool(client, path, body)
         url = self.base_url + path
         last, status, retry_after = "", None, None
         for attempt in range(self.options.max_retries + 1):
@@ -216,6 +367,11 @@ class OpenAIBackend:
         self._fingerprints: dict[str, dict[str, Any]] = {}
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        for name, entry in entries.items():  # a pool is checked at startup: addresses, one model
+            if entry.options.get("base_urls") is not None:
+                endpoint = self._endpoint(name)
+                if endpoint.pool is not None:
+                    endpoint.server_models()
 
     def _endpoint(self, model: str) -> _Endpoint:
         if model not in self._endpoints:
@@ -227,13 +383,12 @@ class OpenAIBackend:
     def fingerprint(self, model: str) -> dict[str, Any]:
         if model not in self._fingerprints:
             endpoint = self._endpoint(model)
-            listing = endpoint.get_sync("/models")
+            server_models = endpoint.server_models()
             self._fingerprints[model] = {
                 "engine": "openai-compatible",
                 "api_path": urlsplit(endpoint.base_url).path or "/",
                 "served_name": endpoint.served_name,
-                "server_models": server_model_fingerprint(listing, endpoint.served_name,
-                                                          endpoint.base_url + "/models"),
+                "server_models": server_models,
                 "revision": endpoint.entry.revision,
                 "response_format": endpoint.options.response_format,
                 "extra_body": endpoint.options.extra_body,

@@ -30,6 +30,7 @@ from .persist import (
     Journal,
     cassette_exists,
     chain_update,
+    drop_empty_journal,
     journal_path,
     line_checksum,
     read_final,
@@ -94,6 +95,7 @@ class Cassette:
         self._journal: Journal | None = None
         self._from_journal = False
         self._summary_in_journal = False
+        drop_empty_journal(self.path)
         existed = cassette_exists(self.path)
         if existed and self.mode is RecordMode.all:
             journal_path(self.path).unlink(missing_ok=True)

@@ -211,6 +211,20 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return read_final(path)[0]
 
 
+def drop_empty_journal(path: Path) -> None:
+    """Remove a journal that holds no whole line: a kill between creating it and writing its
+    header leaves one, and it records nothing (a job resumes as if it were absent)."""
+    journal = journal_path(Path(path))
+    try:
+        with open(journal, "rb") as handle:
+            if b"\n" in handle.read(1 << 16):
+                return
+    except OSError:
+        return
+    if journal.stat().st_size < 1 << 16:
+        journal.unlink(missing_ok=True)
+
+
 def cassette_exists(path: Path) -> bool:
     return Path(path).exists() or journal_path(Path(path)).exists()
 

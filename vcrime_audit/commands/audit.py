@@ -155,7 +155,7 @@ def synth(
 def harm_check(
     db: Annotated[Path, typer.Option("--db", help=DB_HELP)],
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Folder for the review files (default audit_reports/<store>-harm-check).")] = None,
+        "--out", help="Folder for the review files (default runs/reports/<store>-harm-check).")] = None,
     labeller: Annotated[str | None, typer.Option(
         help="LLM labeller from the registry (local_models/), e.g. smollm2-135m.")] = None,
     per_attacker: Annotated[int, typer.Option(help="Turns labelled per attacker (all when fewer).")] = 50,
@@ -179,7 +179,7 @@ def harm_check(
     from ..audit.harm_check_run import run_harm_check
 
     try:
-        result = run_harm_check(db, out or Path("audit_reports") / f"{db.stem}-harm-check",
+        result = run_harm_check(db, out or DEFAULT_REPORTS / f"{db.stem}-harm-check",
                                 labeller=labeller, per_attacker=per_attacker, seed=seed,
                                 backend_name=backend, cassette_dir=cassette_dir,
                                 record_mode=record_mode, replay=replay, primary_judge=primary_judge)

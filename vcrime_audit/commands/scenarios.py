@@ -10,16 +10,15 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..scenario import Task, scenarios_root
 from ..world import Condition
+from .common import make_console
 
 app = typer.Typer(help="Check, list and read the scenarios: maps, goals and tasks.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console(highlight=False)
 
 RootOption = Annotated[Path | None, typer.Option(
     "--root", help="Folder holding maps/, goals/ and tasks/ (default: $VCRIME_SCENARIOS or "
@@ -51,6 +50,7 @@ def _root(root: Path | None) -> Path:
 @app.command()
 def validate(root: RootOption = None) -> None:
     """Run every static check; print counts and one line per problem; exit 1 on errors."""
+    console = make_console()
     from ..scenario_checks import check_scenarios
 
     report = check_scenarios(_root(root))
@@ -74,6 +74,7 @@ def _words(an_id: str) -> str:
 @app.command("list")
 def list_tasks(root: RootOption = None) -> None:
     """The map x goal table: one row per map, its tasks' goals grouped by goal category."""
+    console = make_console()
     from ..scenario import GOAL_CATEGORIES
     from ..scenario_checks import check_scenarios
 
@@ -170,5 +171,6 @@ def show(task: Annotated[str, typer.Argument(help="Task id, e.g. robotics_compan
     except ScenarioError as exc:
         typer.echo("error: " + error_line(exc.file, exc.field, exc.reason, exc.fix), err=True)
         raise typer.Exit(2) from None
+    console = make_console()
     for line in task_text(loaded):
         console.print(escape(line), soft_wrap=True)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .common import command_line, make_console, say_next
+
+if TYPE_CHECKING:
+    from ..study import StudyConfig, StudyProgress
+    from ..study_ray import RayStudy
 
 console = make_console()
 
@@ -23,6 +28,12 @@ def study(
     replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; call no model."),
     check_determinism: int = typer.Option(0, help="Afterwards send K recorded calls per run to the "
                                                   "live backend again and store the comparison."),
+    executor: str = typer.Option("local", help="local: episodes as asyncio tasks in this process; "
+                                 "ray: episodes as Ray tasks across a cluster (pip install "
+                                 "'vcrime-audit[ray]')."),
+    address: str = typer.Option(None, help="With --executor ray: the Ray head's HOST:PORT (or "
+                                "'auto'); default: start Ray on this machine."),
+    task_cpus: float = typer.Option(1.0, help="With --executor ray: CPUs Ray reserves per episode."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
     from ..study import grid, load_study, parse_shard, run_study
@@ -31,6 +42,7 @@ def study(
 
     try:
         part = parse_shard(shard)
+        check_executor(executor, address, task_cpus)
         if concurrency is not None:
             check_positive(concurrency, "--concurrency", "run at least 1 episode at a time")
         spec = load_study(config)
@@ -41,6 +53,10 @@ def study(
     except user_errors() as exc:
         fail(exc)
     started = time.perf_counter()
+    if executor == "ray":
+        result = _run_on_ray(spec, part, replay_only, address, task_cpus)
+        _report(spec, result, time.perf_counter() - started, replay_only, check_determinism, part)
+        return
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[turns]} turns, {task.fields[rate]:.3f} turns/s"),
                TimeRemainingColumn())
@@ -63,7 +79,37 @@ def study(
             bar.stop()
             fail(exc)
         bar.update(task, completed=result.done + result.skipped)
-    seconds = time.perf_counter() - started
+    _report(spec, result, time.perf_counter() - started, replay_only, check_determinism, part)
+
+
+def check_executor(executor: str, address: str | None, task_cpus: float) -> None:
+    from ..ids import IdError
+
+    if executor not in ("local", "ray"):
+        raise IdError(f"--executor {executor}: unknown executor; fix: use --executor local or "
+                      "--executor ray")
+    if address is not None and executor != "ray":
+        raise IdError("--address is for a Ray cluster; fix: add --executor ray, or drop --address")
+    if not task_cpus > 0:
+        raise IdError(f"--task-cpus {task_cpus}: must be above 0; fix: e.g. --task-cpus 0.5")
+
+
+def _run_on_ray(spec: StudyConfig, part: tuple[int, int], replay_only: bool, address: str | None,
+                task_cpus: float) -> RayStudy:
+    from ..progress import on_stderr
+    from ..study_ray import run_study_ray
+    from .common import fail, user_errors
+
+    try:
+        with on_stderr():
+            return run_study_ray(spec, part, replay_only=replay_only, address=address,
+                                 task_cpus=task_cpus)
+    except user_errors() as exc:
+        fail(exc)
+
+
+def _report(spec: StudyConfig, result: StudyProgress, seconds: float, replay_only: bool,
+            check_determinism: int, part: tuple[int, int]) -> None:
     console.print(f"{result.done} run(s) played, {result.skipped} already finished, {result.turns} turns "
                   f"in {seconds:.1f} s; store {spec.db}, cassettes {spec.cassette_dir}")
     if result.finalised:
@@ -73,6 +119,17 @@ def study(
                       highlight=False, soft_wrap=True)
     for run_id, reason in result.crashed:
         console.print(f"  {run_id}: crashed: {reason}", highlight=False, soft_wrap=True)
+    failed = getattr(result, "failed", None) or []
+    for run_id, reason in failed:
+        console.print(f"  {run_id}: failed on Ray: {reason}", highlight=False, soft_wrap=True)
+    verdicts = getattr(result, "verdicts", None)
+    bad_verdicts = [v for v in verdicts or [] if not v.ok and v.state != "crashed"]
+    if verdicts is not None:
+        console.print(f"verified  {sum(v.ok for v in verdicts)} merged run(s) re-derived from their "
+                      f"cassettes, {len(bad_verdicts)} with problems"
+                      + (f"; shard stores merged into {spec.db}" if verdicts else ""), highlight=False)
+        for v in bad_verdicts:
+            console.print(f"  {v.line()}", highlight=False, soft_wrap=True)
     reused = [o for o in result.outcomes if o.replayed_calls and not o.model_calls]
     if reused and not replay_only:
         console.print(f"reused    {len(reused)} run(s) replayed from cassettes already in "
@@ -92,8 +149,9 @@ def study(
         console.print(f"determinism {same}/{sent} re-sent call(s) identical{rate} over {len(reports)} "
                       f"run(s) on backend {spec.backend}; table determinism in {spec.db}",
                       highlight=False)
-    if result.crashed or result.not_verified:
-        console.print(f"{len(result.crashed)} run(s) crashed, {len(result.not_verified)} replay(s) "
+    if result.crashed or result.not_verified or failed or bad_verdicts:
+        console.print(f"{len(result.crashed) + len(failed)} run(s) crashed, "
+                      f"{len(result.not_verified) + len(bad_verdicts)} replay(s) "
                       "differ or cannot be checked; fix: see the lines above (crashed runs run again "
                       "when the study is started again)", highlight=False, soft_wrap=True)
         raise typer.Exit(1)

@@ -6,7 +6,7 @@ Each turn is written in one transaction, so a crash loses at most the turn in fl
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from ..canonical import content_hash
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .rows import turn_rows
 from .schema import schema_problems
+from .writer import StoreWriter
 
 if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
     from ..engine import TurnRecord
@@ -71,6 +72,7 @@ class Store:
     def __init__(self, path: Path | str, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self._writer: StoreWriter | None = None
         if readonly and not self.path.is_file():
             what = "is a folder, not a store" if self.path.is_dir() else "no such store"
             raise StoreError(f"{self.path}: {what}; fix: pass --db with a store written by "
@@ -111,8 +113,19 @@ class Store:
         return cls(path, readonly=True)
 
     def close(self) -> None:
-        """Close the connection; the last one to close folds the write-ahead log into the file."""
+        """Close the connection(s); the last one to close folds the write-ahead log into the file."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         self.db.conn.close()
+
+    async def commit_off_loop(self, write: Callable[[Store], None], transaction: bool = True) -> None:
+        """Run ``write(store)`` (in one transaction unless ``transaction`` is false) on this
+        store's writer thread (its own connection), so the event loop does not wait for the
+        commit's fsync."""
+        if self._writer is None:
+            self._writer = StoreWriter(self.path)
+        await self._writer.commit(write, transaction)
 
     @contextmanager
     def immediate(self) -> Iterator[None]:
