@@ -62,24 +62,23 @@ class Interrupted(Exception):
 def test_an_interrupted_study_resumes_to_the_same_rows(study):
     whole = study("whole.sqlite")
     done = asyncio.run(run_study(whole, replay_only=True))
-    assert done.done == 4 and done.skipped == 0
     run_ids = [c.run_id() for c in grid(whole)]
+    assert done.done == len(run_ids) >= 2 and done.skipped == 0
 
     part = study("part.sqlite")
     seen = []
 
-    def stop_after_three(run_id, record):
+    def stop_after_the_first_turn(run_id, record):
         seen.append(run_id)
-        if len(seen) == 3:
-            raise Interrupted
+        raise Interrupted
 
     with pytest.raises(Interrupted):
         asyncio.run(run_study(part.model_copy(update={"concurrency": 1}), replay_only=True,
-                              on_turn=stop_after_three))
+                              on_turn=stop_after_the_first_turn))
     statuses = [r["status"] for r in Store(part.db).runs()]
     assert "running" in statuses or "crashed" in statuses
     again = asyncio.run(run_study(part, replay_only=True))
-    assert again.skipped >= 1 and again.skipped + again.done == 4
+    assert again.skipped + again.done == len(run_ids) and again.done >= 1
     assert _all_rows(part.db, run_ids) == _all_rows(whole.db, run_ids)
 
 
@@ -92,12 +91,13 @@ def test_shards_merge_into_the_whole(study, tmp_path):
         asyncio.run(run_study(spec, (i, 2), replay_only=True))
         shard_dbs.append(spec.db)
     report = merge_stores(tmp_path / "merged.sqlite", shard_dbs)
-    assert len(report.runs_added) == 4
+    n = len(grid(whole))
+    assert len(report.runs_added) == n >= 2
     run_ids = [c.run_id() for c in grid(whole)]
     assert _all_rows(tmp_path / "merged.sqlite", run_ids) == _all_rows(whole.db, run_ids)
-    assert len(merge_stores(tmp_path / "merged.sqlite", shard_dbs).runs_same) == 4
+    assert len(merge_stores(tmp_path / "merged.sqlite", shard_dbs).runs_same) == n
     merge_cassettes(tmp_path / "gathered", [tmp_path / "cassettes"], report)
-    assert report.cassettes_copied == 4
+    assert report.cassettes_copied == n
 
 
 @pytest.fixture

@@ -160,8 +160,13 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
             pending.append(config)
     owned = pending and backend is None and not replay_only
     if owned:
-        names = {n for c in pending for n in (c.attacker, c.judge, c.world_manager)}
-        backend = make_backend(study.backend, {n: get_model(n) for n in names})
+        names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
+        entries = {n: get_model(n) for n in names}
+        if study.backend != "openai" and not all(
+                cassette_exists(cassette_path(c, study.cassette_dir)) for c in pending):
+            for entry in entries.values():  # before any run: one line naming the missing weights
+                entry.weights_path()
+        backend = make_backend(study.backend, entries)
     semaphore = asyncio.Semaphore(study.concurrency)
 
     def observe(run_id: str, record: TurnRecord) -> None:

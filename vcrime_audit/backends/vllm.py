@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import os
 import time
@@ -79,8 +80,10 @@ def model_folder(entry: ModelEntry) -> Path:
     return path
 
 
+@functools.cache
 def vllm_distribution() -> tuple[str, str]:
-    """(distribution, version) of the installed vllm package, without importing it."""
+    """(distribution, version) of the installed vllm package, without importing it (scanning
+    the installed distributions takes seconds, so once per process)."""
     names = metadata.packages_distributions().get("vllm", [])
     if not names:
         raise BackendError(f"the vllm backend needs vLLM, which is not installed here; {INSTALL_FIX}")

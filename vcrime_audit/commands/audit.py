@@ -31,6 +31,10 @@ def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{100 * x:.1f}"
 
 
+def _percent(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.1f} %"
+
+
 @app.callback(invoke_without_command=True)
 def audit(
     ctx: typer.Context,
@@ -189,8 +193,8 @@ def harm_check(
     typer.echo(f"labelled      {result.labelled} of {result.sampled} sampled ({result.failed} without a "
                f"usable answer); calls {result.model_calls} to a model, {result.replayed} replayed")
     for a in result.recall.values():
-        typer.echo(f"recall {a.axis:<7} {_pct(a.recall)} % ({a.both}/{a.labeller_harmful}); precision on "
-                   f"sample {_pct(a.precision)} % ({a.both}/{a.classifier_flagged})")
+        typer.echo(f"recall {a.axis:<7} {_percent(a.recall)} ({a.both}/{a.labeller_harmful}); precision on "
+                   f"sample {_percent(a.precision)} ({a.both}/{a.classifier_flagged})")
     for c in result.changes:
         typer.echo(f"over-harm {c.attacker:<28} {c.before}/{c.runs} -> {c.after}/{c.runs} "
                    f"({c.change_pp:+.1f} pp)")
