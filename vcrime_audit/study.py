@@ -142,6 +142,22 @@ class StudyProgress:
         return [o for o in self.outcomes if not o.check.ok]
 
 
+def unfinished(runs: list[RunConfig], store: Store, cassette_dir: Path,
+               progress: StudyProgress) -> list[RunConfig]:
+    """The runs not finished in ``store``; finished ones count as skipped (and a finished run's
+    cassette whose compression was interrupted is finalised)."""
+    pending = []
+    for config in runs:
+        row = store.run(config.run_id())
+        if row is not None and row["status"] in FINISHED:
+            progress.skipped += 1
+            if finish_cassette(cassette_path(config, cassette_dir)):
+                progress.finalised += 1
+        else:
+            pending.append(config)
+    return pending
+
+
 async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
                     backend: ModelBackend | None = None, replay_only: bool = False,
                     on_turn: Callable[[str, TurnRecord], None] | None = None,
@@ -149,15 +165,7 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     runs = grid(study, shard)
     store = Store(study.db)
     progress = StudyProgress(total=len(runs))
-    pending = []
-    for config in runs:
-        row = store.run(config.run_id())
-        if row is not None and row["status"] in FINISHED:
-            progress.skipped += 1
-            if finish_cassette(cassette_path(config, study.cassette_dir)):
-                progress.finalised += 1
-        else:
-            pending.append(config)
+    pending = unfinished(runs, store, study.cassette_dir, progress)
     owned = pending and backend is None and not replay_only
     if owned:
         names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})

@@ -27,7 +27,7 @@ from .runner import RunConfig, RunOutcome, cassette_path, run_episode
 from .scrub import scrub_text
 from .statuses import RUNNING
 from .store import Store
-from .study import FINISHED, StudyConfig, StudyProgress, finish_cassette, grid, is_job_failure
+from .study import FINISHED, StudyConfig, StudyProgress, grid, is_job_failure, unfinished
 
 RAY_VERSION = "2.60.0"
 INSTALL_FIX = f"pip install 'vcrime-audit[ray]' (Ray {RAY_VERSION})"
@@ -176,16 +176,7 @@ def pending_runs(study: StudyConfig, shard: tuple[int, int], progress: StudyProg
         return runs
     store = Store(study.db)
     try:
-        pending = []
-        for config in runs:
-            row = store.run(config.run_id())
-            if row is not None and row["status"] in FINISHED:
-                progress.skipped += 1
-                if finish_cassette(cassette_path(config, study.cassette_dir)):
-                    progress.finalised += 1
-            else:
-                pending.append(config)
-        return pending
+        return unfinished(runs, store, study.cassette_dir, progress)
     finally:
         store.close()
 
