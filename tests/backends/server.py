@@ -4,6 +4,7 @@ and a proxy in front of it that fails the first N chat requests with a chosen st
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import subprocess
 import sys
@@ -21,6 +22,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+class JSONHandler(http.server.BaseHTTPRequestHandler):
+    """A quiet request handler for hand-made loopback servers: ``reply`` sends a JSON body."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def reply(self, status: int, payload: dict | str | bytes) -> None:
+        body = payload if isinstance(payload, bytes) else (
+            payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @dataclass

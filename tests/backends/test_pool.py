@@ -25,7 +25,7 @@ from vcrime_audit.store import Store
 from vcrime_audit.study import StudyConfig, grid, run_study
 from vcrime_audit.verify import Verifier
 
-from .server import free_port, llama_server
+from .server import JSONHandler, free_port, llama_server
 
 BASE = "smollm2-135m-server"
 PROJECT_MODELS = Path(__file__).resolve().parents[2] / "local_models"
@@ -45,25 +45,15 @@ class ModelList:
         self.chats = 0
         owner = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JSONHandler):
             def do_GET(self) -> None:
-                self._send(200 if self.path == "/v1/models" else 404, payload)
+                self.reply(200 if self.path == "/v1/models" else 404, payload)
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 time.sleep(delay)
                 owner.chats += 1
-                self._send(200, answer)
+                self.reply(200, answer)
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"

@@ -16,6 +16,7 @@ from vcrime_audit.certify.run import CertifyConfig, replay_certification, run_ce
 from vcrime_audit.cli import app
 from vcrime_audit.store import Store
 
+from ..backends.server import JSONHandler
 from .scripted import WordEmbedder, target_answer
 
 KEY = "sk-test-0123456789-SECRET"
@@ -45,18 +46,7 @@ class Server:
     def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def reply(self, status: int, payload: dict | str) -> None:
-                body = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JSONHandler):
             def do_GET(self) -> None:
                 self.reply(200, {"object": "list", "data": [{"id": SERVED, "object": "model"}]})
 
