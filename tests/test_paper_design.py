@@ -12,6 +12,7 @@ from tests.committed import ALL, CASSETTES, CERTIFY, DEMO_RUN, FOLLOWUPS
 from tests.readme import ROOT, has_git
 from vcrime_audit.cli import app
 from vcrime_audit.defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_REPORTS
+from vcrime_audit.followups.plan import load_rejudge_plan
 from vcrime_audit.models import get_model
 from vcrime_audit.study import StudyConfig, grid, load_study
 
@@ -59,7 +60,7 @@ def test_new_output_goes_to_ignored_folders_by_default():
                  StudyConfig.model_fields["cassette_dir"].default):
         assert path.parts[0] == "runs", path
     for study in sorted((ROOT / "studies").glob("*.yaml")):
-        spec = load_study(study)
+        spec = load_rejudge_plan(study) if study.stem.endswith("rejudge") else load_study(study)
         assert spec.db.parts[0] == "runs" and spec.cassette_dir.parts[0] == "runs", study
     if has_git():
         probe = ["runs/x.sqlite", "runs/cassettes/x.jsonl.gz", "runs/reports/x/report.md"]

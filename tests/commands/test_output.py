@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from tests.committed import CERTIFY, DEMO_RUN
 from tests.readme import ROOT
+from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.cli import app
 
 RUN_ID = "robotics_company__data_theft-s0-e3005c10"
@@ -27,7 +28,8 @@ def test_a_run_already_recorded_is_replayed_and_says_so_with_how_to_record_afres
     shutil.copy(DEMO_RUN, tmp_path)
     out = _invoke("run", "--max-turns", "3", "--cassette-dir", str(tmp_path),
                   "--db", str(tmp_path / "s.sqlite"))
-    assert "calls     0 to the model, 22 replayed" in out
+    calls = len(Cassette(DEMO_RUN, RecordMode.none).calls)
+    assert f"calls     0 to the model, {calls} replayed" in out
     [reused] = [line for line in out.splitlines() if line.startswith("reused")]
     assert "no model was called" in reused
     assert reused.endswith(f"vcrime-audit run --max-turns 3 --db {tmp_path / 's.sqlite'} "
@@ -82,7 +84,8 @@ def test_a_study_whose_runs_are_recorded_replays_them_and_says_so(tmp_path):
     store = tmp_path / "s.sqlite"
     out = _invoke("study", str(ROOT / "studies" / "demo.yaml"), "--cassette-dir", str(tmp_path),
                   "--db", str(store))
-    assert "4 run(s) played, 0 already finished" in out
+    n = len(STUDY_DEMO_RUNS)
+    assert f"{n} run(s) played, 0 already finished" in out
     [reused] = [line for line in out.splitlines() if line.startswith("reused")]
-    assert f"4 run(s) replayed from cassettes already in {tmp_path} (no model called)" in reused
+    assert f"{n} run(s) replayed from cassettes already in {tmp_path} (no model called)" in reused
     assert f"next      vcrime-audit runs --db {store}" in out
