@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
-import json
-
 import pytest
 from typer.testing import CliRunner
 
-from tests.followups.conftest import ROOT
+from tests.committed import DEMO_RUN
 from vcrime_audit.backends.base import BackendError
 from vcrime_audit.backends.registry import make_backend
+from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.cli import app
 from vcrime_audit.models import ModelError, get_model
 
@@ -48,10 +46,9 @@ def test_a_single_engine_entry_is_unchanged_for_its_engine_and_names_what_it_lac
 
 
 def test_local_fingerprint_of_the_default_model_is_the_committed_cassettes():
-    recorded = sorted((ROOT / "cassettes").glob("robotics_company__data_theft-*.jsonl.gz"))[0]
-    header = json.loads(gzip.decompress(recorded.read_bytes()).splitlines()[0])
+    recorded = Cassette(DEMO_RUN, RecordMode.none).fingerprint_for(DEFAULT)
     backend = make_backend("local", {DEFAULT: get_model(DEFAULT)})
-    assert backend.fingerprint(DEFAULT) == header["meta"]["fingerprints"][DEFAULT]
+    assert recorded is not None and backend.fingerprint(DEFAULT) == recorded
 
 
 def test_transformers_fingerprint_is_the_single_engine_entrys():

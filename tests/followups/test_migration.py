@@ -46,13 +46,10 @@ def test_m009_adds_the_fingerprint_column_to_an_older_store(tmp_path):
 
 def test_a_replayed_run_stores_the_weights_digest_of_its_models(demo_store):
     """Issue 11 item 12: the runner fills models.fingerprint from the backend's fingerprint."""
-    import gzip
-    import json
-
     from tests.followups.conftest import DEMO_RUN
     from vcrime_audit.canonical import content_hash
+    from vcrime_audit.cassette import Cassette, RecordMode
 
-    header = json.loads(gzip.decompress(DEMO_RUN.read_bytes()).splitlines()[0])
-    recorded = header["meta"]["fingerprints"]["smollm2-135m"]["weights"]
+    recorded = Cassette(DEMO_RUN, RecordMode.none).fingerprint_for("smollm2-135m")["weights"]
     stored = dict(Store(demo_store).db.conn.execute("SELECT name, fingerprint FROM models").fetchall())
     assert stored["smollm2-135m"] == content_hash(recorded)
