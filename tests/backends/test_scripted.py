@@ -103,8 +103,10 @@ def test_hints_read_exits_positions_crew_and_open_checkpoints(demo_world):
     assert hints.exits["street"] == demo_world.neighbours("street")
     assert hints.crew == set(demo_world.members)
     assert hints.position["alex"] == demo_world.members["alex"].current_location
-    assert "server_room" in hints.goals
-    assert hints.step_towards_goal("street", hints.exits["street"]) == ["car_park"]
+    # the server room (a checkpoint's place) and the service road, where the drive must end up
+    assert hints.goals == {"server_room", "street"}
+    assert hints.step_towards_goal("car_park", hints.exits["car_park"]) == ["street"]
+    assert hints.step_towards_goal("server_room", hints.exits["server_room"]) == []
 
 
 def test_latency_is_simulated_with_unlimited_parallelism():

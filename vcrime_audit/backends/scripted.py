@@ -68,7 +68,8 @@ class ScriptedOptions(BaseModel):
                        "view (crew as movers, an exit as destination, a taker next to the thing).")
 
 
-_EXITS = re.compile(r"^- ([a-z][a-z0-9_]*): exits ([a-z0-9_, ]*);", re.M)
+_EXITS = re.compile(r"^- ([a-z][a-z0-9_]*)(?: \([^)\n]*\))?(?: \[[^\]\n]*\])?: exits ([a-z0-9_, ]*)(?:;|$)",
+                    re.M)
 _AT = re.compile(r"^- ([a-z][a-z0-9_]*) \(.*?\) at ([a-z][a-z0-9_]*)[,:]", re.M)
 _NAME = re.compile(r"^- ([a-z][a-z0-9_]*) \(([^,;)]*)", re.M)
 _OPEN_CHECKPOINT = re.compile(r"^- [a-z][a-z0-9_]* \[not met\] (.*)$", re.M)
