@@ -34,7 +34,7 @@ def store(tmp_path):
     # models: 1 of 2 won on b; 0 of 1 on a; a task without human play is not listed
     _run(s, "b-m1", "b", "m", "won", "2026-01-01T00:00:03")
     _run(s, "b-m2", "b", "m", "lost", "2026-01-01T00:00:04")
-    _run(s, "a-m1", "a", "m", "error", "2026-01-01T00:00:05")
+    _run(s, "a-m1", "a", "m", "model_error", "2026-01-01T00:00:05")
     _run(s, "c-m1", "c", "m", "won", "2026-01-01T00:00:06")
     return s
 
