@@ -24,12 +24,12 @@ SCORES = [(4, 2), (1, 5), (3, 3)]
 
 
 def _store_with_people(db: Path, cassettes: Path) -> None:
-    """The demo study's runs and a model run, replayed, plus two people's 2-turn games."""
+    """The demo study's runs and a model run, replayed, plus three people's 2-turn games."""
     models = sorted((ROOT / "cassettes").glob("robotics*.jsonl.gz"))
     for cassette in [*sorted(STUDY.glob("*.jsonl.gz")), *models]:
         asyncio.run(replay(cassette, db))
     n = recorded_turns()
-    for player in ("bo", "cy"):
+    for player in ("bo", "cy", "di"):
         game = new_game(TASK, f"human:{player}", "smollm2-135m", "smollm2-135m", db, cassettes, max_turns=n,
                         models_from=source_cassette())
         asyncio.run(play_scripted(game, TURNS[:n]))
@@ -89,7 +89,9 @@ def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browse
     report = (out / "report.md").read_text()
     section = report[report.index("## People in the loop"):]
     assert "### Human solvability" in section and "Solvable: **0 of 1** task(s)" in section
-    assert f"| {TASK} | bo, cy | - | no |" in section
+    [row] = [line for line in section.splitlines() if line.startswith(f"| {TASK} | ")]
+    players, winners, solvable = (cell.strip() for cell in row.split("|")[2:5])
+    assert sorted(players.split(", ")) == ["bo", "cy", "di"] and (winners, solvable) == ("-", "no")
     judge_mean = np.mean([s[0] for s in SCORES + second])
     assert f"| Judge (outcome distribution) | {judge_mean:.2f} [" in section
     kappa = cohen_kappa_score([s[0] for s in SCORES], [s[0] for s in second], weights="quadratic")
