@@ -12,8 +12,8 @@ import pytest
 
 from vcrime_audit.agents import attacker
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
-from vcrime_audit.backends.openai import (
-    OpenAIBackend,
+from vcrime_audit.backends.openai import OpenAIBackend
+from vcrime_audit.backends.openai_wire import (
     OpenAIOptions,
     backoff_delay,
     chat_body,

@@ -246,7 +246,7 @@ def test_a_server_down_at_startup_is_taken_out_and_the_rest_serve(registry):
 
 
 def test_the_readmes_cluster_entry_and_study_file_are_valid():
-    from vcrime_audit.backends.openai import OpenAIOptions
+    from vcrime_audit.backends.openai_wire import OpenAIOptions
     from vcrime_audit.models import ModelEntry
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
