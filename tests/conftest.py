@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,25 @@ from vcrime_audit.scenario import initial_world, load_task
 from vcrime_audit.world import WorldState
 
 DEMO_TASK = "robotics_company__data_theft"
+# A three-room test map for the live plumbing tests (servers, pools, crashes, resumes): a real
+# model's turn on it takes about 2 minutes here instead of about 6 on the demo map.
+TINY_SCENARIOS = Path(__file__).resolve().parent / "data" / "tiny_scenarios"
+TINY_TASK = "corner_shop__prank"
+
+
+@contextmanager
+def tiny_scenarios_env() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VCRIME_SCENARIOS", str(TINY_SCENARIOS))
+        yield
+
+
+@pytest.fixture
+def tiny_task() -> Iterator[str]:
+    """The tiny test task's id, with ``$VCRIME_SCENARIOS`` pointing at its folder for the test
+    (and the processes it starts)."""
+    with tiny_scenarios_env():
+        yield TINY_TASK
 
 
 @pytest.fixture
@@ -57,7 +78,7 @@ def scripted():
 
 @pytest.fixture(scope="session")
 def live_one_turn(tmp_path_factory):
-    """One turn of the demo task recorded with the embedded model, shared by the live tests
+    """One turn of the tiny task recorded with the embedded model, shared by the live tests
     that need a fresh recording of this machine (llama.cpp's answers depend on the build and
     the CPU, so only a recording made here can be reproduced live). Returns the outcome."""
     pytest.importorskip("llama_cpp", reason="a live recording needs the local backend")
@@ -66,14 +87,44 @@ def live_one_turn(tmp_path_factory):
     from vcrime_audit.runner import RunConfig, run_episode
 
     work = tmp_path_factory.mktemp("live_one_turn")
-    return asyncio.run(run_episode(RunConfig(max_turns=1), work / "live.sqlite", work / "cassettes"))
+    with tiny_scenarios_env():
+        return asyncio.run(run_episode(RunConfig(task=TINY_TASK, max_turns=1), work / "live.sqlite",
+                                       work / "cassettes"))
+
+
+# Test files that share a worker because they use the session's live one-turn recording.
+LIVE_ONE_TURN_FILES = frozenset({"tests/backends/test_local_live.py", "tests/test_resume_live.py",
+                                 "tests/test_crash_resume.py"})
+# The slowest groups (seconds of a real model each), started first so that the two workers
+# finish together; the rest follow in collection order.
+SLOW_FIRST = ("tests/test_readme_live.py", "live_one_turn", "tests/ecosystem/test_determinism.py",
+              "tests/backends/test_openai.py", "tests/backends/test_pool.py",
+              "tests/backends/test_transformers.py", "tests/test_readme.py", "tests/test_study_ray.py",
+              "tests/certify/test_run_live.py", "tests/test_replay.py")
+
+
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: its file, or the live one-turn group."""
+    path = nodeid.split("::", 1)[0]
+    return "live_one_turn" if path in LIVE_ONE_TURN_FILES else path
 
 
 def pytest_collection_modifyitems(config, items):
-    """With pytest-xdist (`--dist loadgroup`): a test file's tests share a worker, so module
-    fixtures (a server, a Ray cluster, a loaded model) start once; the tests that use the live
-    one-turn recording share one worker, so it is recorded once."""
-    for item in items:
-        uses_live_turn = "live_one_turn" in getattr(item, "fixturenames", ())
-        group = "live_one_turn" if uses_live_turn else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    """Slowest groups first (with `-n 2 --no-loadscope-reorder` the workers take the groups in
+    this order)."""
+    rank = {group: i for i, group in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist hands out whole groups (see ``work_unit``), so a file's module fixtures (a
+    server, a Ray cluster, a loaded model) start once and the live one-turn recording is made
+    once. (xdist's own ``--dist loadgroup`` cannot read groups under pytest 9.2.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByGroup(config, log)

@@ -113,14 +113,14 @@ def test_a_killed_episode_resumes_to_the_uninterrupted_rows(case, reference, tmp
 
 
 @pytest.mark.live
-def test_a_killed_live_episode_resumes_to_the_uninterrupted_rows(tmp_path, live_one_turn):
+def test_a_killed_live_episode_resumes_to_the_uninterrupted_rows(tmp_path, live_one_turn, tiny_task):
     """The embedded model: one turn, killed between the last commit and the finish; the resumed
     run equals an uninterrupted live run in everything but the calls' wall-clock times."""
-    config = RunConfig(max_turns=1)
+    config = RunConfig(task=tiny_task, max_turns=1)
     code = ("import asyncio\nfrom pathlib import Path\nfrom vcrime_audit.runner import RunConfig, "
             "run_episode\nprint('ready', flush=True)\n"
-            f"asyncio.run(run_episode(RunConfig(max_turns=1), Path({str(tmp_path / 'a.sqlite')!r}), "
-            f"Path({str(tmp_path / 'a')!r})))\n")
+            f"asyncio.run(run_episode(RunConfig(task={tiny_task!r}, max_turns=1), "
+            f"Path({str(tmp_path / 'a.sqlite')!r}), Path({str(tmp_path / 'a')!r})))\n")
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={**os.environ, KILL_ENV: "summary:1"}, timeout=900, cwd=ROOT)
     assert child.returncode == -signal.SIGKILL, child.stderr

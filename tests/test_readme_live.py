@@ -10,7 +10,7 @@ import pytest
 
 from tests.readme import blocks, fresh_checkout, has_git, run_step, shell_env
 
-pytestmark = [pytest.mark.live, pytest.mark.unverified_live,
+pytestmark = [pytest.mark.live,
               pytest.mark.skipif(not has_git(), reason="needs git to check the checkout stays clean")]
 
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.live
 KEPT_CALLS = 3  # the Attacker's plan and act, the Judge's first answer: the rest is asked again
 
 
-def test_cut_cassette_resumes_live_to_the_recorded_rows(tmp_path, live_one_turn):
+def test_cut_cassette_resumes_live_to_the_recorded_rows(tmp_path, live_one_turn, tiny_task):
     whole = live_one_turn
     recorded = Cassette(whole.cassette, RecordMode.none)
     cut = tmp_path / "cut" / whole.cassette.name
@@ -29,7 +29,7 @@ def test_cut_cassette_resumes_live_to_the_recorded_rows(tmp_path, live_one_turn)
     dropped = len(recorded.calls) - KEPT_CALLS
     assert dropped >= 3, "the World Manager's calls are gone"
 
-    config = RunConfig(max_turns=1)
+    config = RunConfig(task=tiny_task, max_turns=1)
     outcome = asyncio.run(run_episode(config, tmp_path / "cut.sqlite", cut.parent, RecordMode.new))
     assert outcome.replayed_calls == KEPT_CALLS and outcome.model_calls == dropped
     assert outcome.check.ok

@@ -30,7 +30,12 @@ def to_plain(obj: Any) -> Any:
 
 def canonical_json(obj: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 text, floats in Python's shortest round-trip form."""
-    return json.dumps(to_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    return plain_canonical_json(to_plain(obj))
+
+
+def plain_canonical_json(plain: Any) -> str:
+    """:func:`canonical_json` of data that is already plain JSON data (no models to convert)."""
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
 
 

@@ -37,7 +37,7 @@ def test_schema_constrained_act_call_is_valid_and_deterministic(backend, demo_wo
     assert fingerprint["engine"] == "llama-cpp-python" and len(fingerprint["weights"]["blake2b"]) == 32
 
 
-def test_record_one_turn_live_then_replay_identically(live_one_turn, tmp_path):
+def test_record_one_turn_live_then_replay_identically(live_one_turn, tiny_task, tmp_path):
     recorded = live_one_turn
     assert recorded.model_calls >= 2 and recorded.turns == 1
     cassette = Cassette(recorded.cassette, RecordMode.none)

@@ -228,9 +228,10 @@ def test_persistent_503_gives_up_after_max_retries(served, monkeypatch):
 
 
 @pytest.mark.live
-def test_record_one_turn_through_the_server_then_replay_without_it(served, tmp_path, monkeypatch):
-    config = RunConfig(attacker=SERVER_MODEL, judge=SERVER_MODEL, world_manager=SERVER_MODEL,
-                       backend="openai", max_turns=1, seed=11)
+def test_record_one_turn_through_the_server_then_replay_without_it(served, tiny_task, tmp_path,
+                                                                  monkeypatch):
+    config = RunConfig(task=tiny_task, attacker=SERVER_MODEL, judge=SERVER_MODEL,
+                       world_manager=SERVER_MODEL, backend="openai", max_turns=1, seed=11)
     recorded = asyncio.run(run_episode(config, tmp_path / "live.sqlite", tmp_path / "cassettes"))
     assert recorded.turns == 1 and recorded.model_calls >= 2
     raw = recorded.cassette.read_bytes()

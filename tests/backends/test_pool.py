@@ -75,9 +75,10 @@ def write_pool_entry(folder: Path, urls: object, **options: object) -> Path:
     return folder
 
 
-def study_file(tmp_path: Path, seeds: list[int], concurrency: int = 1) -> Path:
+def study_file(tmp_path: Path, seeds: list[int], concurrency: int = 1,
+               task: str = "robotics_company__data_theft") -> Path:
     spec = StudyConfig(name="pool", attackers=[POOL], judge=POOL, world_manager=POOL, backend="openai",
-                       tasks=["robotics_company__data_theft"], seeds=seeds, max_turns=1,
+                       tasks=[task], seeds=seeds, max_turns=1,
                        concurrency=concurrency, db=tmp_path / "study.sqlite",
                        cassette_dir=tmp_path / "cassettes")
     path = tmp_path / "study.yaml"
@@ -182,10 +183,11 @@ def two_servers(tmp_path):
 
 
 @pytest.mark.live
-def test_a_server_killed_mid_call_leaves_no_call_lost_or_recorded_twice(two_servers, registry, tmp_path):
+def test_a_server_killed_mid_call_leaves_no_call_lost_or_recorded_twice(two_servers, registry, tiny_task,
+                                                                       tmp_path):
     first, second = two_servers
     registry([first.base_url, second.base_url], backoff_s=0.2, max_backoff_s=2)
-    spec = StudyConfig.model_validate(yaml.safe_load(study_file(tmp_path, [0]).read_text()))
+    spec = StudyConfig.model_validate(yaml.safe_load(study_file(tmp_path, [0], task=tiny_task).read_text()))
     backend = make_backend("openai", {POOL: get_model(POOL)})
     pool = backend._endpoint(POOL).pool
     a, b = pool.servers

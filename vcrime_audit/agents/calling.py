@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..backends.base import GenerateRequest, Message, ModelBackend
-from ..canonical import content_hash
 from ..models import ModelEntry
 
 T = TypeVar("T", bound=BaseModel)
@@ -76,7 +75,7 @@ async def call_structured(
         parsed, error = _problem(result.text, result.finish_reason, output_model, check)
         records.append(CallRecord(
             role=role, call=call, attempt=attempt, model=model.name,
-            request_hash=content_hash(request), ok=parsed is not None, error=error,
+            request_hash=request.digest(), ok=parsed is not None, error=error,
             finish_reason=result.finish_reason, prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens, seconds=result.seconds))
         if parsed is not None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from ..canonical import blake2b_hex, plain_canonical_json
 from ..errors import BackendError
 from ..models import Sampling
 
@@ -30,6 +31,25 @@ class GenerateRequest(BaseModel):
     sampling: Sampling
     output_schema: dict[str, Any] | None = None
     attempt: int = Field(0, description="Retry number; retries are separate, recorded requests.")
+    _plain: dict[str, Any] | None = PrivateAttr(default=None)
+    _canonical: str | None = PrivateAttr(default=None)
+
+    def plain(self) -> dict[str, Any]:
+        """The request as plain JSON data, made once (the request is frozen); do not modify it."""
+        if self._plain is None:
+            self._plain = self.model_dump(mode="json")
+        return self._plain
+
+    def canonical(self) -> str:
+        """The request's canonical JSON, made once: the cassette key and the stored
+        ``request_hash`` both hash it."""
+        if self._canonical is None:
+            self._canonical = plain_canonical_json(self.plain())
+        return self._canonical
+
+    def digest(self) -> str:
+        """blake2b of :meth:`canonical` (``calls.request_hash``)."""
+        return blake2b_hex(self.canonical())
 
 
 class Usage(BaseModel):

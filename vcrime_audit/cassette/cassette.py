@@ -211,8 +211,8 @@ class Cassette:
         """The next recorded answer to ``request``; a recorded failure is raised again."""
         if not self.replaying:
             return None
-        plain = request.model_dump(mode="json")
-        key = cassette_key(plain, fingerprint)
+        plain = request.plain()
+        key = cassette_key(request, fingerprint)
         recorded = self._by_key.get(key, [])
         index = self._played[key]
         if index >= len(recorded):
@@ -250,7 +250,7 @@ class Cassette:
         """A new call record (an answer, or an ``error`` {type, message}); written at the next
         :meth:`flush` of its unit."""
         key = cassette_key(request, fingerprint)
-        record: dict[str, Any] = {"type": "call", "key": key, "request": to_plain(request),
+        record: dict[str, Any] = {"type": "call", "key": key, "request": request.model_dump(mode="json"),
                                   "fingerprint": fingerprint}
         if error is not None:
             record["error"] = error

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends.base import GenerateRequest
-from ..canonical import content_hash
+from ..canonical import blake2b_hex, content_hash, plain_canonical_json
 
 
 def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[str, Any]) -> str:
+    """``content_hash({"request": request, "fingerprint": fingerprint})``; for a request object
+    the same bytes are put together from its cached canonical JSON (sorted keys: "fingerprint"
+    comes first)."""
+    if isinstance(request, GenerateRequest):
+        return blake2b_hex(f'{{"fingerprint":{plain_canonical_json(fingerprint)},'
+                           f'"request":{request.canonical()}}}')
     return content_hash({"request": request, "fingerprint": fingerprint})

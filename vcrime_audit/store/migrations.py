@@ -193,13 +193,23 @@ def pending_migrations(done: set[str] | None) -> list[Callable[[sqlite_utils.Dat
     return [m for m in MIGRATIONS if m.__name__ not in done]
 
 
+def _create_from_snapshot(conn: sqlite3.Connection) -> None:
+    """A new store: every migration's tables at once, from the schema snapshot."""
+    from .snapshot import snapshot_statements
+
+    for statement in snapshot_statements():
+        conn.execute(statement)
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply pending migrations; return the names applied now.
 
     All pending migrations run in one ``BEGIN EXCLUSIVE`` transaction, and what is applied is
     read again once the lock is held, so processes opening a new store at once never race: one
     migrates, the others wait (busy timeout) and then find nothing to do. A store that holds a
-    migration this code does not know is refused with :class:`NewerSchemaError`.
+    migration this code does not know is refused with :class:`NewerSchemaError`. A new store
+    is created from the schema snapshot (``schema.sql``), which a test holds equal to what the
+    migrations build.
     """
     conn = db.conn
     if not pending_migrations(applied_migrations(conn)):
@@ -215,9 +225,13 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
         if done is None:
             conn.execute("CREATE TABLE [_migrations] ([name] TEXT PRIMARY KEY)")
         pending = pending_migrations(done)
-        for migration in pending:
-            migration(db)
-            conn.execute("INSERT INTO [_migrations] ([name]) VALUES (?)", [migration.__name__])
+        if done is None:
+            _create_from_snapshot(conn)
+        else:
+            for migration in pending:
+                migration(db)
+        conn.executemany("INSERT INTO [_migrations] ([name]) VALUES (?)",
+                         [[migration.__name__] for migration in pending])
     except BaseException:
         if hold is not None:
             conn.hold = False
