@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .common import command_line, make_console, say_next
@@ -28,9 +29,9 @@ def study(
     replay_only: bool = typer.Option(False, "--replay", help="Replay the cassettes only; call no model."),
     check_determinism: int = typer.Option(0, help="Afterwards send K recorded calls per run to the "
                                                   "live backend again and store the comparison."),
-    executor: str = typer.Option("local", help="local: episodes as asyncio tasks in this process; "
-                                 "ray: episodes as Ray tasks across a cluster (pip install "
-                                 "'vcrime-audit[ray]')."),
+    executor: str = typer.Option("local", help=escape(
+        "local: episodes as asyncio tasks in this process; ray: episodes as Ray tasks across a "
+        "cluster (pip install 'vcrime-audit[ray]').")),
     address: str = typer.Option(None, help="With --executor ray: the Ray head's HOST:PORT (or "
                                 "'auto'); default: start Ray on this machine."),
     task_cpus: float = typer.Option(1.0, help="With --executor ray: CPUs Ray reserves per episode."),

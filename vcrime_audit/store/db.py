@@ -6,6 +6,7 @@ Each turn is written in one transaction, so a crash loses at most the turn in fl
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,10 +54,25 @@ class _Connection(sqlite3.Connection):
         return super().__exit__(*exc)
 
 
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting like a busy timeout: while other processes open the
+    same new file, SQLite answers "database is locked" at once, without its busy handler."""
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_S, 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     if not readonly:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, factory=_Connection)
-        conn.execute("PRAGMA journal_mode=WAL")
+        _set_wal(conn)
         return conn
     # A read-only connection to a WAL store would leave -wal and -shm files behind; when no
     # writer has the store open (no -wal file) it is opened as immutable, which creates nothing.
@@ -85,8 +101,13 @@ class Store:
                                  "point --db at a writable place") from None
         try:
             self.db = sqlite_utils.Database(_connect(self.path, readonly))
-            applied = applied_migrations(self.db.conn)
-            tables = set(self.db.table_names()) - {"_migrations"}
+            # one read snapshot: another process may commit a new store's schema in between
+            self.db.conn.execute("BEGIN")
+            try:
+                applied = applied_migrations(self.db.conn)
+                tables = set(self.db.table_names()) - {"_migrations"}
+            finally:
+                self.db.conn.commit()
             if not applied and (readonly or tables):
                 raise StoreError(f"{self.path}: not a vcrime-audit store (no migration is "
                                  "recorded in a _migrations table); fix: point --db at a store "
