@@ -8,8 +8,8 @@ Phases, each a fresh process (as a user runs them), timed in wall seconds:
    run is replayed from its cassette, its turn rows compared with the recording (checksums,
    chain and row hashes on);
 2. merge: ``merge`` of the W shard stores into one;
-3. verify: ``verify --db`` of the merged store: every run re-derived from its cassette again
-   and compared row by row;
+3. verify: ``verify --db --workers W`` of the merged store: every run re-derived from its
+   cassette again, in W processes, and compared row by row;
 4. audit: ``audit`` of the merged store (all metrics, 10,000 resamples, report and figures).
 Prints each phase, the total (issue 12's target: < 60 s on 2 cores for the 960-run grid), the
 peak resident memory of the largest process (target < 1 GB) and the load average.
@@ -76,8 +76,8 @@ def main() -> None:
                                         f"{i}/{args.workers}", "--db", str(db)]
                                        for i, db in enumerate(shards, start=1)], env),
             "merge": phase("merge", [[*cli, "merge", str(out / "merged.sqlite"), *map(str, shards)]], env),
-            "verify": phase("verify", [[*cli, "verify", "--db", str(out / "merged.sqlite"),
-                                        str(spec.cassette_dir)]], env),
+            "verify": phase("verify", [[*cli, "verify", "--db", str(out / "merged.sqlite"), "--workers",
+                                        str(args.workers), str(spec.cassette_dir)]], env),
             "audit": phase("audit", [[*cli, "audit", "--db", str(out / "merged.sqlite"), "--out",
                                       str(out / "report")]], env),
         }

@@ -114,3 +114,42 @@ def test_repair_finishes_a_run_whose_finish_was_interrupted(tmp_path):
     assert code == 0 and "1 verified" in out
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT turn_rows_hash FROM runs").fetchone()[0] == outcome.turn_rows_hash
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory) -> Path:
+    """The demo run and the demo study's runs, replayed into one store."""
+    db = tmp_path_factory.mktemp("three") / "three.sqlite"
+    for cassette in [DEMO, *sorted((CASSETTES / "study-demo").glob("*.jsonl.gz"))]:
+        done = CliRunner().invoke(app, ["replay", str(cassette), "--db", str(db)])
+        assert done.exit_code == 0, done.output
+    return db
+
+
+def verdicts(db: Path, workers: int) -> list[tuple[str, str, str, str]]:
+    verifier = Verifier([CASSETTES, CASSETTES / "study-demo"], workers=workers)
+    try:
+        assert not verifier.store(db)
+    finally:
+        verifier.close()
+    return [(v.kind, v.job_id, v.state, v.where) for v in verifier.verdicts]
+
+
+def test_runs_verified_in_two_processes_give_the_same_verdicts_in_order(three_runs, tmp_path):
+    one = verdicts(three_runs, 1)
+    assert len(one) == 3 and {v[2] for v in one} == {"verified"}
+    assert verdicts(three_runs, 2) == one
+    db = tmp_path / "edited.sqlite"
+    with sqlite3.connect(three_runs) as source:
+        source.execute("VACUUM INTO ?", [str(db)])
+    second = one[1][1]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE turns SET plan = plan || 'x' WHERE run_id = ? AND turn = 1", [second])
+    edited = verdicts(db, 2)
+    assert edited == verdicts(db, 1)
+    assert [v[2] for v in edited] == ["verified", "differs", "verified"]
+    assert edited[1][1] == second and "table turns" in edited[1][3] and "column plan" in edited[1][3]
+    code, out = verify("--db", str(db), "--workers", "2", str(CASSETTES), str(CASSETTES / "study-demo"))
+    assert code == 1 and "2 verified, 1 with problems" in out, out
+    code, out = verify("--db", str(db), "--workers", "0", str(CASSETTES))
+    assert code == 2 and "Traceback" not in out and "--workers" in out, out

@@ -60,9 +60,20 @@ def compare_tables(expected: dict[str, list[dict[str, Any]]],
             for column in sorted(set(want) | set(got)):
                 if column in VOLATILE:
                     continue
-                if canonical_json(want.get(column)) != canonical_json(got.get(column)):
+                if not _same(want.get(column), got.get(column)):
                     return f"table {table}, {unit_of(want, index)}, column {column}"
     return ""
+
+
+_EXACT = (str, int, bool, type(None))
+"""Types whose ``==`` between values of one type means the same canonical JSON (floats do not:
+0.0 == -0.0)."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is type(b) and type(a) in _EXACT:
+        return a == b
+    return canonical_json(a) == canonical_json(b)
 
 
 def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -88,12 +99,39 @@ def _find(recorded: str | None, search: list[Path]) -> Path | None:
     return None
 
 
+def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict]:
+    """A worker process's share of :meth:`Verifier.store`: these runs' verdicts, in order."""
+    verifier = Verifier([Path(p) for p in search])
+    try:
+        store = Store(db)
+        try:
+            for run in store.runs():
+                if run["run_id"] in run_ids:
+                    verifier._run(store, run)
+        finally:
+            store.close()
+    finally:
+        verifier.close()
+    return verifier.verdicts
+
+
+def _chunks(items: list[str], parts: int) -> list[list[str]]:
+    """Contiguous slices, several per worker so that a slow one does not hold up the rest."""
+    size = max(1, -(-len(items) // parts))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
 class Verifier:
     def __init__(self, search: Iterable[Path] = (), repair: bool = False,
-                 progress: Callable[[Verdict], None] | None = None) -> None:
+                 progress: Callable[[Verdict], None] | None = None, workers: int = 1) -> None:
+        """``workers`` > 1 verifies a store's runs in that many processes (not with ``repair``,
+        which writes to the store)."""
+        if workers < 1:
+            raise ValueError(f"--workers must be at least 1, got {workers}")
         self.search = [Path(p) for p in search]
         self.repair = repair
         self.progress = progress
+        self.workers = 1 if repair else workers
         self.verdicts: list[Verdict] = []
         self._tmp = Path(tempfile.mkdtemp(prefix="vcrime-verify-"))
 
@@ -119,8 +157,11 @@ class Verifier:
         store = Store(db)
         problems = [f"integrity_check: {row[0]}" for row in
                     store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
-        for run in store.runs():
-            if only is None or run["run_id"] in only:
+        runs = [run for run in store.runs() if only is None or run["run_id"] in only]
+        if self.workers > 1 and len(runs) > 1:
+            self._runs_in_processes(Path(db), [run["run_id"] for run in runs])
+        else:
+            for run in runs:
                 self._run(store, run)
         if only is not None:
             return problems
@@ -129,6 +170,21 @@ class Verifier:
         for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):
             self._followup(store, row)
         return problems
+
+    def _runs_in_processes(self, db: Path, run_ids: list[str]) -> None:
+        """Each run replayed in one of ``workers`` processes (fresh interpreters: no thread or
+        connection of this one is inherited); verdicts come back in the store's run order."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        search = [str(p) for p in self.search]
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(self.workers, mp_context=context) as pool:
+            futures = [pool.submit(_verify_runs, str(db), search, chunk)
+                       for chunk in _chunks(run_ids, self.workers * 4)]
+            for future in futures:
+                for verdict in future.result():
+                    self._add(verdict)
 
     def _unfinished(self, kind: str, job_id: str, row: dict[str, Any]) -> Verdict | None:
         if row["status"] == CRASHED:

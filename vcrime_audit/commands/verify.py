@@ -18,13 +18,15 @@ def verify(
                             "re-derived from its cassette and compared row by row."),
     repair: bool = typer.Option(False, "--repair", help="Finish jobs whose finish was interrupted, "
                                 "from their cassettes."),
+    workers: int = typer.Option(1, min=1, help="With --db: processes to replay the runs in (one "
+                                "per core is fastest; --repair uses one)."),
 ) -> None:
     """Re-derive jobs from their cassettes (no model) and compare every row; exit 1 on any problem."""
     from ..verify import Verifier
 
     if db is None and not paths:
         fail("give --db STORE, cassette files or folders (e.g. vcrime-audit verify cassettes/)")
-    verifier = Verifier(paths or [], repair, progress=lambda v: typer.echo(v.line()))
+    verifier = Verifier(paths or [], repair, progress=lambda v: typer.echo(v.line()), workers=workers)
     try:
         problems = verifier.store(db) if db is not None else []
         if db is None:
