@@ -43,6 +43,7 @@ def test_first_command_live_certify_and_study_leave_the_checkout_clean(tmp_path)
 
     certify = _ok("vcrime-audit certify --n 2", clone, env)
     assert "of 2 conversations" in certify and "cassette       runs/cassettes/certify-" in certify
+    assert "Loading weights" not in certify, "a library's progress bar leaks into the output"
     assert "next      vcrime-audit certify --replay runs/cassettes/certify-" in certify
 
     (clone / "runs" / "one.yaml").write_text(

@@ -45,6 +45,7 @@ class SentenceEmbedder:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
             from sentence_transformers import SentenceTransformer
 
             self._model = SentenceTransformer(str(self.folder()), device=self.device)
