@@ -1,7 +1,9 @@
 """A recorded study re-checked from its cassettes: replay on every core, merge, verify, audit.
 
     python benchmarks/make_study.py --out DIR [--attackers 8 --tasks 40 --seeds 3]
-    python benchmarks/bench_recheck.py DIR [--attackers 8 --tasks 40 --seeds 3] [--workers 2]
+    python benchmarks/bench_recheck.py DIR [--workers 2]
+
+The grid is the one make_study.py wrote to DIR/study.yaml.
 
 Phases, each a fresh process (as a user runs them), timed in wall seconds:
 1. replay: ``study --replay --shard i/W`` for i = 1..W at once, each into its own store; every
@@ -29,7 +31,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import SCRIPTED_MODELS, load_average, study_spec  # noqa: E402
+from make_study import SCRIPTED_MODELS, STUDY_FILE, load_average  # noqa: E402
+
+from vcrime_audit.study import StudyConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,13 +57,10 @@ def phase(name: str, commands: list[list[str]], env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, help="Folder written by make_study.py --out.")
-    parser.add_argument("--attackers", type=int, default=8)
-    parser.add_argument("--tasks", type=int, default=40)
-    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
     corpus = args.corpus.resolve()
-    spec = study_spec(corpus, args.attackers, args.tasks, args.seeds)
+    spec = StudyConfig.model_validate(yaml.safe_load((corpus / STUDY_FILE).read_text(encoding="utf-8")))
     cli = [sys.executable, "-m", "vcrime_audit.cli"]
     env = {**os.environ, "VCRIME_MODELS": str(corpus / SCRIPTED_MODELS),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 SCRIPTED_MODELS = "local_models"
+STUDY_FILE = "study.yaml"
 
 
 def load_average() -> str:
@@ -94,12 +95,14 @@ def main() -> None:
     from vcrime_audit.study import run_study
 
     spec = study_spec(root, args.attackers, args.tasks, args.seeds, args.concurrency, args.latency_ms)
+    (root / STUDY_FILE).write_text(yaml.safe_dump(spec.model_dump(mode="json")), encoding="utf-8")
     print(f"recording {args.attackers} x {args.tasks} x {args.seeds} runs (SCRIPTED backend, no model) "
           f"into {root}; {load_average()}")
     started = time.perf_counter()
     asyncio.run(run_study(spec))
     describe(spec, time.perf_counter() - started)
-    print(f"store {spec.db}, cassettes {spec.cassette_dir}, registry {root / SCRIPTED_MODELS}")
+    print(f"store {spec.db}, cassettes {spec.cassette_dir}, registry {root / SCRIPTED_MODELS}, "
+          f"study file {root / STUDY_FILE}")
 
 
 if __name__ == "__main__":

@@ -102,15 +102,11 @@ def _find(recorded: str | None, search: list[Path]) -> Path | None:
 def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict]:
     """A worker process's share of :meth:`Verifier.store`: these runs' verdicts, in order."""
     verifier = Verifier([Path(p) for p in search])
+    store = Store(db)
     try:
-        store = Store(db)
-        try:
-            for run in store.runs():
-                if run["run_id"] in run_ids:
-                    verifier._run(store, run)
-        finally:
-            store.close()
+        verifier.runs(store, set(run_ids))
     finally:
+        store.close()
         verifier.close()
     return verifier.verdicts
 
@@ -155,21 +151,29 @@ class Verifier:
             raise StoreError(f"{db}: no such store; fix: pass --db with a store written by "
                              "vcrime-audit")
         store = Store(db)
-        problems = [f"integrity_check: {row[0]}" for row in
-                    store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
-        runs = [run for run in store.runs() if only is None or run["run_id"] in only]
-        if self.workers > 1 and len(runs) > 1:
-            self._runs_in_processes(Path(db), [run["run_id"] for run in runs])
-        else:
-            for run in runs:
-                self._run(store, run)
-        if only is not None:
+        try:
+            problems = [f"integrity_check: {row[0]}" for row in
+                        store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
+            run_ids = [run["run_id"] for run in store.runs() if only is None or run["run_id"] in only]
+            if self.workers > 1 and len(run_ids) > 1:
+                self._runs_in_processes(Path(db), run_ids)
+            else:
+                self.runs(store, set(run_ids))
+            if only is not None:
+                return problems
+            for row in list(store.db["certifications"].rows_where(order_by="certification_id")):
+                self._certification(store, row)
+            for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):
+                self._followup(store, row)
             return problems
-        for row in list(store.db["certifications"].rows_where(order_by="certification_id")):
-            self._certification(store, row)
-        for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):
-            self._followup(store, row)
-        return problems
+        finally:
+            store.close()
+
+    def runs(self, store: Store, run_ids: set[str]) -> None:
+        """Verify these runs of ``store``, in the store's order."""
+        for run in store.runs():
+            if run["run_id"] in run_ids:
+                self._run(store, run)
 
     def _runs_in_processes(self, db: Path, run_ids: list[str]) -> None:
         """Each run replayed in one of ``workers`` processes (fresh interpreters: no thread or

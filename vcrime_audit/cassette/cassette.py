@@ -250,7 +250,7 @@ class Cassette:
         """A new call record (an answer, or an ``error`` {type, message}); written at the next
         :meth:`flush` of its unit."""
         key = cassette_key(request, fingerprint)
-        record: dict[str, Any] = {"type": "call", "key": key, "request": request.model_dump(mode="json"),
+        record: dict[str, Any] = {"type": "call", "key": key, "request": request.plain(),
                                   "fingerprint": fingerprint}
         if error is not None:
             record["error"] = error
