@@ -10,6 +10,7 @@ event is due once, from ``offset(event.at)`` on. Nothing here compares clock str
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 DAY = 24 * 60
@@ -22,6 +23,7 @@ class Timed(Protocol):
 T = TypeVar("T", bound=Timed)
 
 
+@lru_cache(maxsize=4096)
 def time_of_day(clock: str) -> int:
     """Minutes after midnight of an "HH:MM" clock time."""
     hours, minutes = clock.split(":")

@@ -214,3 +214,9 @@ async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
                       MAX_RUN_ID)
     store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
     return await _play(config, world, _roles(config, entries), cassette, None, store)
+
+
+async def replay_loaded(cassette: Cassette, store: Store) -> RunOutcome:
+    """:func:`replay` of a cassette already read (mode ``none``) into an open store."""
+    config, world, entries = _from_meta(cassette)
+    return await _play(config, world, _roles(config, entries), cassette, None, store)

@@ -203,7 +203,7 @@ class Verifier:
         return None
 
     def _run(self, store: Store, row: dict[str, Any]) -> None:
-        from .runner import _from_meta, run_episode
+        from .runner import replay_loaded
 
         run_id = row["run_id"]
         early = self._unfinished("run", run_id, row)
@@ -217,10 +217,7 @@ class Verifier:
             return self._repair_run(store, run_id, path)
         try:
             scratch = Store(self._scratch(run_id))
-            cassette = Cassette(path, RecordMode.none)
-            config, _, _ = _from_meta(cassette)
-            outcome = asyncio.run(run_episode(config, cassette_dir=path.parent, mode=RecordMode.none,
-                                              store=scratch, cassette_file=path))
+            outcome = asyncio.run(replay_loaded(Cassette(path, RecordMode.none), scratch))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
         self._add(self._compare("run", run_id, _run_tables(store, run_id),
@@ -228,13 +225,10 @@ class Verifier:
         self._finalise_if_pending(path)
 
     def _repair_run(self, store: Store, run_id: str, path: Path) -> None:
-        from .runner import _from_meta, run_episode
+        from .runner import replay_loaded
 
         try:
-            cassette = Cassette(path, RecordMode.none)
-            config, _, _ = _from_meta(cassette)
-            asyncio.run(run_episode(config, cassette_dir=path.parent, mode=RecordMode.none,
-                                    store=store, cassette_file=path))
+            asyncio.run(replay_loaded(Cassette(path, RecordMode.none), store))
         except CassetteMiss:
             return self._add(Verdict("run", run_id, INTERRUPTED, "the cassette stops before the run's "
                                      "end; fix: resume it with a model (vcrime-audit study, or run "

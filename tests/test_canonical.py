@@ -1,0 +1,68 @@
+"""The fast canonical JSON (orjson) against its definition (the standard library's encoder)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vcrime_audit.canonical import (content_hash, plain_canonical_bytes, plain_canonical_json,
+                                    stdlib_canonical_json, blake2b_hex)
+
+TEXT = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=12)
+LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-2**70, 2**70)
+          | st.floats() | st.floats(-1e-3, 1e-3) | st.sampled_from([1e16, 1e-5, 5e-324, -0.0])
+          | TEXT | st.sampled_from(["0.0000", "null", "\u2028", "\x7f", "\x00"]))
+KEYS = TEXT | st.integers(-3, 3) | st.booleans()
+DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)
+                    | st.tuples(inner, inner) | st.dictionaries(KEYS, inner, max_size=5),
+                    max_leaves=30)
+
+
+def outcome(function, value):
+    try:
+        return "ok", function(value)
+    except (ValueError, TypeError) as exc:  # the standard library's refusals
+        return "error", type(exc).__name__
+
+
+@settings(max_examples=3000, deadline=None)
+@given(DATA)
+def test_same_text_or_same_refusal_as_the_standard_library(value):
+    assert outcome(plain_canonical_json, value) == outcome(stdlib_canonical_json, value)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(DATA)
+def test_bytes_are_the_texts_utf8(value):
+    expected = outcome(lambda v: stdlib_canonical_json(v).encode("utf-8"), value)
+    if expected[0] == "error" and expected[1] == "UnicodeEncodeError":
+        expected = ("error", "ValueError")  # UnicodeEncodeError is a ValueError
+    got = outcome(plain_canonical_bytes, value)
+    assert got[0] == expected[0] and (got[0] == "error" or got[1] == expected[1])
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), [1, {"a": -math.inf}], {"x": [None, math.nan]}])
+def test_non_finite_floats_are_refused_not_written_as_null(value):
+    with pytest.raises(ValueError):
+        plain_canonical_json(value)
+
+
+@pytest.mark.parametrize("value", [1e-5, {"p": 3e-7, "q": None}, 1e16, {"b": [1, 2], "a": "é😀"}, 2**64])
+def test_hand_picked_cases_match(value):
+    assert plain_canonical_json(value) == stdlib_canonical_json(value)
+
+
+def test_content_hash_is_blake2b_of_the_definition():
+    value = {"z": [1, 2.5, None, "x"], "a": {"k": 1e-6}}
+    assert content_hash(value) == blake2b_hex(stdlib_canonical_json(value))
+
+
+def test_floats_of_every_exponent_match():
+    import random
+
+    rng = random.Random(0)
+    values = [float(f"{rng.random() * 10}e{rng.randint(-330, 307)}") for _ in range(20000)]
+    assert plain_canonical_json(values) == stdlib_canonical_json(values)
