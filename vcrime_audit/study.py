@@ -176,6 +176,10 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
                 entry.weights_path()
         backend = make_backend(study.backend, entries)
     semaphore = asyncio.Semaphore(study.concurrency)
+    start_gate = asyncio.Lock()
+    """A run's start (reading its task and cassette, claiming it in the store) runs on the event
+    loop until its first model call; 256 runs starting in one pass would hold the loop for
+    seconds while the calls in flight wait."""
 
     def observe(run_id: str, record: TurnRecord) -> None:
         progress.turns += 1
@@ -184,6 +188,8 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
 
     async def one(config: RunConfig) -> None:
         async with semaphore:
+            async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
+                await asyncio.sleep(0)
             resume = cassette_exists(cassette_path(config, study.cassette_dir))
             mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
             try:

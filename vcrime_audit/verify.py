@@ -139,8 +139,16 @@ class Verifier:
         if self.progress is not None:
             self.progress(verdict)
 
-    def _scratch(self, name: str) -> Path:
-        return self._tmp / f"{len(self.verdicts)}-{name}.sqlite"
+    def _scratch(self, name: str, empty: bool = True) -> Path:
+        """A place for one job's replay; ``empty``: with a new empty store there, a copy of an
+        empty store made once (copying a file is ~10 times faster than creating the tables)."""
+        path = self._tmp / f"{len(self.verdicts)}-{name}.sqlite"
+        if empty:
+            template = self._tmp / "empty.sqlite"
+            if not template.exists():
+                Store(template).close()
+            shutil.copyfile(template, path)
+        return path
 
     # -- a store ---------------------------------------------------------------------------
 
@@ -282,7 +290,7 @@ class Verifier:
         workflow = workflow_for(kind)
         if row["status"] == RUNNING:
             return self._repair(lambda: asyncio.run(replay(workflow, path, store)), kind, fid)
-        scratch = self._scratch(fid)
+        scratch = self._scratch(fid, empty=False)
         store.db.conn.execute("VACUUM INTO ?", [str(scratch)])
         other = Store(scratch)
         try:
