@@ -8,8 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcrime_audit.canonical import (content_hash, plain_canonical_bytes, plain_canonical_json,
-                                    stdlib_canonical_json, blake2b_hex)
+from vcrime_audit.canonical import (
+    blake2b_hex,
+    content_hash,
+    plain_canonical_bytes,
+    plain_canonical_json,
+    stdlib_canonical_json,
+)
 
 TEXT = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=12)
 LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-2**70, 2**70)
@@ -44,7 +49,8 @@ def test_bytes_are_the_texts_utf8(value):
     assert got[0] == expected[0] and (got[0] == "error" or got[1] == expected[1])
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), [1, {"a": -math.inf}], {"x": [None, math.nan]}])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), [1, {"a": -math.inf}],
+                                   {"x": [None, math.nan]}])
 def test_non_finite_floats_are_refused_not_written_as_null(value):
     with pytest.raises(ValueError):
         plain_canonical_json(value)

@@ -85,14 +85,15 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     orjson writes what the standard library writes (sorted keys by code point, no whitespace, no
     escaping but what JSON requires, shortest round-trip floats) except: floats under 1e-4
     (``0.00001`` and ``3e-7`` where Python writes ``1e-05`` and ``3e-07``), NaN and infinities
-    (``null`` where the standard library raises), and what it refuses (integers beyond 64 bits, lone surrogates, keys that are
-    not strings, dataclasses, dates and subclasses). Each of those gets None, so the caller takes
-    the standard library's path, which writes the defined text or raises as before; the output's
-    shapes of a small float (:func:`_small_float`) get None wherever they stand, in a string
-    too, which costs time, never bytes. One
-    difference is left: an ``Enum`` member or a ``UUID`` is written (as its value, as its text)
-    where the standard library raises ``TypeError``; plain JSON data, what every caller passes
-    (models go through :func:`to_plain` first), holds neither.
+    (``null`` where the standard library raises), and what it refuses (integers beyond 64
+    bits, lone surrogates, keys that are not strings, dataclasses, dates and subclasses). Each
+    of those gets None, so the caller takes the standard library's path, which writes the
+    defined text or raises as before. The shapes of a small float (:func:`_small_float`) get
+    None wherever they stand, in a string too: that costs time, never bytes.
+
+    One difference is left: an ``Enum`` member or a ``UUID`` is written (as its value, as its
+    text) where the standard library raises ``TypeError``; plain JSON data, what every caller
+    passes (models go through :func:`to_plain` first), holds neither.
     """
     try:
         fast = orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS)
