@@ -11,6 +11,9 @@ Definitions:
 - ideal: min(concurrency, runs not yet finished) at each moment -- a run has at most one call in
   flight at a time;
 - in-flight ratio: time integral of in-flight calls / time integral of the ideal, over the study;
+- CPU per call: CPU time of the event loop's thread over the study / calls, split into the
+  simulated server's (making the scripted answers, which a real server does elsewhere) and the
+  study's own; the ideal leaves latency / concurrency of loop time per call;
 - stall: how late the heartbeat (a 5 ms sleep) wakes up; the worst stall is the longest time the
   event loop ran something else without yielding. A watchdog thread samples the loop thread's
   stack during stalls and names the code that held the loop (a thread only gets to sample when
@@ -50,13 +53,21 @@ class Counting:
     def __init__(self, inner: Any) -> None:
         self.inner, self.name = inner, inner.name
         self.starts: list[float] = []
+        self.server_cpu = 0.0
+        """CPU seconds the simulated server spent making answers, on the event loop's thread (a
+        real server spends them on its own machine)."""
 
     def fingerprint(self, model: str) -> dict[str, Any]:
         return self.inner.fingerprint(model)
 
     async def generate(self, request: Any) -> Any:
         self.starts.append(time.perf_counter())
-        return await self.inner.generate(request)
+        cpu = time.thread_time()
+        result = self.inner.answer(request)
+        self.server_cpu += time.thread_time() - cpu
+        if result.seconds:
+            await asyncio.sleep(result.seconds)
+        return result
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -126,9 +137,9 @@ async def measure(spec: Any, latency_s: float) -> dict[str, Any]:
 
     beat = asyncio.create_task(heartbeat())
     watchdog.start()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     progress = await run_study(spec, backend=backend, on_run=lambda _: finishes.append(time.perf_counter()))
-    ended = time.perf_counter()
+    ended, loop_cpu = time.perf_counter(), time.thread_time() - cpu
     done.set()
     await beat
     watchdog.stop = True
@@ -138,7 +149,8 @@ async def measure(spec: Any, latency_s: float) -> dict[str, Any]:
     return {"runs": progress.done, "turns": progress.turns, "calls": len(backend.starts),
             "seconds": ended - started, "ratio": busy / ideal if ideal else float("nan"),
             "worst_stall": max(stalls, default=0.0), "stalls_over_50": sum(s > STALL_S for s in stalls),
-            "stalled_s": sum(s for s in stalls if s > STALL_S), "culprits": watchdog.culprits}
+            "stalled_s": sum(s for s in stalls if s > STALL_S), "culprits": watchdog.culprits,
+            "loop_cpu": loop_cpu, "server_cpu": backend.server_cpu}
 
 
 def main() -> None:
@@ -167,6 +179,12 @@ def main() -> None:
     print(f"in-flight ratio {100 * r['ratio']:.1f} % of the ideal (target >= 95 %); worst event-loop "
           f"stall {1000 * r['worst_stall']:.1f} ms (target <= 50 ms), {r['stalls_over_50']} stalls over "
           f"50 ms ({r['stalled_s']:.1f} s in all); {load_average()}")
+    client = r["loop_cpu"] - r["server_cpu"]
+    print(f"CPU of the event loop's thread {r['loop_cpu']:.1f} s = {1000 * r['loop_cpu'] / r['calls']:.2f} ms "
+          f"per call, of which the simulated server's answers {r['server_cpu']:.1f} s; the study's "
+          f"own {1000 * client / r['calls']:.2f} ms per call, where the ideal "
+          f"({args.concurrency} calls in flight, {args.latency_ms:.0f} ms each) leaves "
+          f"{1000 * args.latency_ms / 1000 / args.concurrency:.2f} ms per call")
     samples = sum(r["culprits"].values())
     if samples:
         print("what held the loop during stalls (share of 10 ms watchdog samples, innermost "

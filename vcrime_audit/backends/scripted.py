@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import content_hash
+from ..canonical import blake2b_hex
 from ..models import ModelEntry
 from .base import BackendError, GenerateRequest, GenerateResult, Message, Usage
 
@@ -259,7 +259,7 @@ class ScriptedBackend:
         if request.output_schema is None:
             raise BackendError(f"scripted backend: the {request.role} '{request.call}' request has no "
                                "output schema; the scripted backend only answers structured calls")
-        seed = int(content_hash(request, 8), 16) ^ request.sampling.seed
+        seed = int(blake2b_hex(request.canonical(), 8), 16) ^ request.sampling.seed
         rng = random.Random(seed)
         sampler = _Sampler(rng, options, Hints.read(request.messages))
         text = json.dumps(sampler.value(request.output_schema))
