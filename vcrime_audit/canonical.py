@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,15 +54,14 @@ def _small_float(text: bytes) -> bool:
     wherever it stands, in a string too."""
     if b"0.0000" in text:
         return True
-    at = text.find(b"e-")
-    while at != -1:
-        if (0 < at and text[at - 1] in _DIGITS and at + 2 < len(text) and text[at + 2] in _DIGITS
-                and (at + 3 == len(text) or text[at + 3] not in _DIGITS)):
+    for found in _NEGATIVE_EXPONENT.finditer(text):
+        at = found.start()
+        if 0 < at and text[at - 1] in _DIGITS and (at + 3 == len(text) or text[at + 3] not in _DIGITS):
             return True
-        at = text.find(b"e-", at + 2)
     return False
 
 
+_NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]")
 _DIGITS = frozenset(b"0123456789")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..followups.interrogate import CONDITIONS, QUESTIONS
+from ..followups.questionnaire import CONDITIONS, QUESTIONS
 from ..followups.rubric import DIMENSIONS
 from .agreement import Agreement
 from .followups_load import load_followup_rows

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..followups.annotate import AGREED, MISSING, RECONCILED, STATUSES
-from ..followups.interrogate import CONDITIONS
+from ..followups.questionnaire import CONDITIONS
 from ..followups.rubric import DIMENSIONS
 from .agreement import Agreement, agreement
 from .followups_load import AnnotationResult, AnnotationScore, FollowupRows, RunKey
