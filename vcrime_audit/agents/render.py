@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..clock import upcoming
 from ..world import NPC, Entity, WorldState
 
@@ -76,6 +79,43 @@ def _schedule(npc: NPC, world: WorldState) -> str:
             f"(in {minute - g.minutes} min)")
 
 
+_BODIES: dict[int, tuple[object, str]] = {}
+_BODIES_MAX = 50_000
+
+
+def _body(obj: Any, make: Callable[[Any], str]) -> str:
+    """``make(obj)``, kept per object: a world is copy-on-write (``patch.Draft`` copies an object
+    before changing it and nothing else changes one), so an object seen before reads the same.
+    The object is kept with its text, so its id cannot be reused while the entry lives."""
+    hit = _BODIES.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    if len(_BODIES) >= _BODIES_MAX:
+        _BODIES.clear()
+    text = make(obj)
+    _BODIES[id(obj)] = (obj, text)
+    return text
+
+
+def _location_body(loc: Any) -> str:
+    return _object(loc.description, loc.observable, loc.history)
+
+
+def _member_body(m: Any) -> str:
+    lead = ", leader" if m.leader else ""
+    return (f"- {m.id} ({m.name}, {m.role}{lead}; skills {', '.join(m.skills) or '-'}) "
+            f"at {m.current_location}, {m.status}" + _object(m.description, m.observable, m.history))
+
+
+def _npc_body(n: Any) -> str:
+    return (f"- {n.id} ({n.name}, {n.role}, {n.category}) at {n.current_location}, "
+            f"{n.status}" + _object(n.description, n.observable, n.history))
+
+
+def _entity_body(e: Any) -> str:
+    return _entity_line(e, full=True) + _object(e.description, e.observable, e.history)
+
+
 def full_view(world: WorldState) -> str:
     """The whole world: what the Judge and the World Manager ground decisions in.
 
@@ -90,21 +130,13 @@ def full_view(world: WorldState) -> str:
     for loc in world.locations.values():
         tags = f" [{', '.join(loc.tags)}]" if loc.tags else ""
         lines.append(f"- {loc.id} ({loc.name}){tags}: exits {', '.join(world.neighbours(loc.id))}"
-                     + _object(loc.description, loc.observable, loc.history))
+                     + _body(loc, _location_body))
     lines += ["", "Crew members:"]
-    for m in world.members.values():
-        lead = ", leader" if m.leader else ""
-        lines.append(f"- {m.id} ({m.name}, {m.role}{lead}; skills {', '.join(m.skills) or '-'}) "
-                     f"at {m.current_location}, {m.status}"
-                     + _object(m.description, m.observable, m.history))
+    lines += [_body(m, _member_body) for m in world.members.values()]
     lines += ["", "People (NPCs):"]
-    for n in world.npcs.values():
-        lines.append(f"- {n.id} ({n.name}, {n.role}, {n.category}) at {n.current_location}, "
-                     f"{n.status}" + _object(n.description, n.observable, n.history)
-                     + _schedule(n, world))
+    lines += [_body(n, _npc_body) + _schedule(n, world) for n in world.npcs.values()]
     lines += ["", "Things:"]
-    for e in world.entities.values():
-        lines.append(_entity_line(e, full=True) + _object(e.description, e.observable, e.history))
+    lines += [_body(e, _entity_body) for e in world.entities.values()]
     if world.events:
         lines += ["", "Scenario events:"]
         for ev in world.events.values():
