@@ -151,3 +151,23 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
         if ent.holder is not None:
             holder = world.mobile(ent.holder)
             assert holder is not None and holder.current_location == ent.current_location
+
+
+def test_copy_for_writing_is_a_deep_copy_of_every_object_of_every_task():
+    from vcrime_audit.patch import TABLES, _copy_for_writing
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    for task_id in list_task_ids():
+        world = initial_world(load_task(task_id))
+        for table in TABLES:
+            for obj in getattr(world, table).values():
+                copied, deep = _copy_for_writing(obj), obj.model_copy(deep=True)
+                assert copied == deep and copied.model_fields_set == deep.model_fields_set
+                for name, value in obj.__dict__.items():
+                    if isinstance(value, (list, dict)):
+                        assert copied.__dict__[name] is not value, (task_id, obj.id, name)
+                        inner = value.values() if isinstance(value, dict) else value
+                        others = (copied.__dict__[name].values() if isinstance(value, dict)
+                                  else copied.__dict__[name])
+                        for a, b in zip(inner, others, strict=True):  # only what cannot change is shared
+                            assert type(a) in (str, int, float, bool) or a is not b, (task_id, name)

@@ -13,6 +13,7 @@ status, and such a member neither moves nor takes anything.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -169,9 +170,31 @@ class Draft:
         """The object, copied (deeply) the first time it is asked for, for changing in place."""
         objects = getattr(self.world, table)
         if (table, object_id) not in self._owned:
-            objects[object_id] = objects[object_id].model_copy(deep=True)
+            objects[object_id] = _copy_for_writing(objects[object_id])
             self._owned.add((table, object_id))
         return objects[object_id]
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _copy_value(value: Any) -> Any:
+    if type(value) in _LEAVES:
+        return value
+    if type(value) is list:
+        return [v if type(v) in _LEAVES else copy.deepcopy(v) for v in value]
+    if type(value) is dict:
+        return {k: v if type(v) in _LEAVES else copy.deepcopy(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
+def _copy_for_writing(obj: Any) -> Any:
+    """What ``obj.model_copy(deep=True)`` makes, with lists and dicts of plain values copied
+    one level (their values cannot change in place) instead of walked by ``deepcopy``."""
+    copied = obj.model_copy()  # a new __dict__ (and set of fields set), values shared
+    copied.__dict__.update({name: _copy_value(value) for name, value in obj.__dict__.items()
+                            if type(value) not in _LEAVES})
+    return copied
 
 
 def _table(world: WorldState, object_id: str, tables: tuple[str, ...]) -> str | None:
