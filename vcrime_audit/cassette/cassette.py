@@ -30,6 +30,7 @@ from .persist import (
     Journal,
     cassette_exists,
     chain_update,
+    checksummed,
     drop_empty_journal,
     journal_path,
     line_checksum,
@@ -257,11 +258,11 @@ class Cassette:
         else:
             record["result"] = to_plain(result)
             record["parsed"] = parsed
-        record["checksum"] = record_checksum(record)
+        record["checksum"], line = checksummed(record)
         self.calls.append(record)
         self._by_key[key].append(record)
         self._played[key] += 1
-        self._pending.append((UNIT.get(), record, record_line(record)))
+        self._pending.append((UNIT.get(), record, line))
 
     def _open_journal(self) -> Journal:
         if self._journal is not None:

@@ -54,17 +54,23 @@ def max_bytes() -> int:
         raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes") from None
 
 
-def record_checksum(record: dict[str, Any]) -> str:
+def checksummed(record: dict[str, Any]) -> tuple[str, str]:
+    """The record's checksum (blake2b of its canonical JSON without ``checksum``) and the record
+    as one canonical line that starts with that checksum."""
     body = {k: v for k, v in record.items() if k != "checksum"}
-    return hashlib.blake2b(canonical_json(body).encode("utf-8"), digest_size=16).hexdigest()
+    text = canonical_json(body)
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    line = f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
+    return digest, line
+
+
+def record_checksum(record: dict[str, Any]) -> str:
+    return checksummed(record)[0]
 
 
 def record_line(record: dict[str, Any]) -> str:
     """The record as one canonical line that starts with its checksum."""
-    body = {k: v for k, v in record.items() if k != "checksum"}
-    text = canonical_json(body)
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-    return f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
+    return checksummed(record)[1]
 
 
 def line_checksum(line: str) -> tuple[str | None, bool]:
