@@ -32,6 +32,11 @@ class CallRecord:
     completion_tokens: int
     seconds: float
 
+    def fields(self) -> dict[str, Any]:
+        """Its fields by name, in order (``dataclasses.asdict`` without the deep copy: every
+        field is a plain value)."""
+        return dict(self.__dict__)
+
 
 class ModelOutputError(Exception):
     """The model gave no usable answer within the retry budget."""

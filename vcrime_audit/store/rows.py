@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
@@ -38,7 +37,7 @@ def turn_rows(run_id: str, rec: TurnRecord, judge_model: str) -> dict[str, list[
         "world_before": world.to_json(),
         "world_after_hash": after.digest() if after else None,
     }
-    calls = [{"run_id": run_id, "turn": rec.turn, "seq": i, **asdict(c), "ok": int(c.ok)}
+    calls = [{"run_id": run_id, "turn": rec.turn, "seq": i, **c.fields(), "ok": int(c.ok)}
              for i, c in enumerate(rec.calls)]
     judgments = []
     if rec.judgment is not None:
