@@ -179,12 +179,13 @@ def main() -> None:
     print(f"in-flight ratio {100 * r['ratio']:.1f} % of the ideal (target >= 95 %); worst event-loop "
           f"stall {1000 * r['worst_stall']:.1f} ms (target <= 50 ms), {r['stalls_over_50']} stalls over "
           f"50 ms ({r['stalled_s']:.1f} s in all); {load_average()}")
-    client = r["loop_cpu"] - r["server_cpu"]
-    print(f"CPU of the event loop's thread {r['loop_cpu']:.1f} s = {1000 * r['loop_cpu'] / r['calls']:.2f} ms "
-          f"per call, of which the simulated server's answers {r['server_cpu']:.1f} s; the study's "
-          f"own {1000 * client / r['calls']:.2f} ms per call, where the ideal "
-          f"({args.concurrency} calls in flight, {args.latency_ms:.0f} ms each) leaves "
-          f"{1000 * args.latency_ms / 1000 / args.concurrency:.2f} ms per call")
+    per_call = 1000 * r["loop_cpu"] / r["calls"]
+    own = 1000 * (r["loop_cpu"] - r["server_cpu"]) / r["calls"]
+    budget = args.latency_ms / args.concurrency
+    print(f"CPU of the event loop's thread {r['loop_cpu']:.1f} s = {per_call:.2f} ms per call, "
+          f"of which the simulated server's answers {r['server_cpu']:.1f} s; the study's own "
+          f"{own:.2f} ms per call, where the ideal ({args.concurrency} calls in flight, "
+          f"{args.latency_ms:.0f} ms each) leaves {budget:.2f} ms per call")
     samples = sum(r["culprits"].values())
     if samples:
         print("what held the loop during stalls (share of 10 ms watchdog samples, innermost "
