@@ -39,6 +39,9 @@ FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "i
 
 
 BUSY_TIMEOUT_S = 30.0
+ROW_ORDER = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge", "patches": "turn, seq",
+             "harm": "turn"}
+"""The order a run's rows of each table are read in (other tables: as inserted)."""
 
 
 class StoreError(Exception):
@@ -234,8 +237,7 @@ class Store:
         return list(self.db["runs"].rows_where(order_by="started_at, run_id"))
 
     def rows(self, table: str, run_id: str, where: str = "") -> list[dict[str, Any]]:
-        order = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge",
-                 "patches": "turn, seq", "harm": "turn"}.get(table, "rowid")
+        order = ROW_ORDER.get(table, "rowid")
         clause = "run_id = ?" + (f" AND {where}" if where else "")
         return list(self.db[table].rows_where(clause, [run_id], order_by=order))
 

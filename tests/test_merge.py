@@ -1,0 +1,74 @@
+"""Merging stores: every run's rows arrive as stored, in batches of runs per transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
+from vcrime_audit.merge import RUNS_PER_TRANSACTION, merge_stores
+from vcrime_audit.store.db import RUN_TABLES, StoreError
+
+TABLES = ("runs", *RUN_TABLES[1:], "models")
+
+
+def dump(path, table):
+    with sqlite3.connect(path) as conn:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info([{table}])")]
+        return sorted(conn.execute(f"SELECT {', '.join(columns)} FROM [{table}]").fetchall(), key=repr)
+
+
+def keep_only(path, run_ids):
+    with sqlite3.connect(path) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            if "run_id" in [r[1] for r in conn.execute(f"PRAGMA table_info([{table}])")]:
+                conn.execute(f"DELETE FROM [{table}] WHERE run_id NOT IN "
+                             f"({', '.join('?' for _ in run_ids)})", run_ids)
+
+
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory):
+    """One synthetic study split into two shards (alternate runs), each holding more runs than
+    one transaction takes."""
+    root = tmp_path_factory.mktemp("shards")
+    config = SyntheticConfig(attackers=3, tasks=24, seeds=2, judges=2, min_turns=2, max_turns=4)
+    whole = make_synthetic_store(root / "whole.sqlite", config)
+    run_ids = [r[0] for r in dump(whole, "runs")]
+    shards = []
+    for i in range(2):
+        shard = root / f"shard{i}.sqlite"
+        shard.write_bytes(whole.read_bytes())
+        keep_only(shard, run_ids[i::2])
+        shards.append(shard)
+    assert min(len(dump(s, "runs")) for s in shards) > RUNS_PER_TRANSACTION
+    return shards
+
+
+def test_every_row_of_every_shard_arrives(two_shards, tmp_path):
+    out = tmp_path / "all.sqlite"
+    report = merge_stores(out, list(two_shards))
+    runs = [dump(p, "runs") for p in two_shards]
+    assert len(report.runs_added) == len({r[0] for rows in runs for r in rows}) > RUNS_PER_TRANSACTION
+    for table in TABLES:
+        expected = sorted({row for p in two_shards for row in dump(p, table)}, key=repr)
+        assert dump(out, table) == expected, table
+
+
+def test_merging_again_adds_nothing_and_changes_nothing(two_shards, tmp_path):
+    out = tmp_path / "all.sqlite"
+    merge_stores(out, list(two_shards))
+    before = {t: dump(out, t) for t in TABLES}
+    report = merge_stores(out, list(two_shards))
+    assert not report.runs_added and report.runs_same
+    assert {t: dump(out, t) for t in TABLES} == before
+
+
+def test_a_column_the_target_lacks_is_refused_not_dropped(two_shards, tmp_path):
+    source = tmp_path / "newer.sqlite"
+    source.write_bytes(two_shards[1].read_bytes())
+    with sqlite3.connect(source) as conn:
+        conn.execute("ALTER TABLE turns ADD COLUMN mood TEXT")
+    with pytest.raises(StoreError, match=r"table turns has column\(s\) mood that .* lacks; fix:"):
+        merge_stores(tmp_path / "all.sqlite", [source])
