@@ -57,10 +57,9 @@ def _copy_plans(source: Store, target: Store, tables: tuple[str, ...]) -> list[t
         if extra:
             raise StoreError(f"{source.path}: table {table} has column(s) {', '.join(extra)} that "
                              f"{target.path} lacks; fix: merge into a store of the same version")
-        columns = ", ".join(f"[{c}]" for c in theirs)
+        columns, slots = ", ".join(f"[{c}]" for c in theirs), ", ".join("?" for _ in theirs)
         plans.append((f"SELECT {columns} FROM [{table}]",
-                      f"INSERT OR IGNORE INTO [{table}] ({columns}) VALUES "
-                      f"({', '.join('?' for _ in columns.split(', '))})",
+                      f"INSERT OR IGNORE INTO [{table}] ({columns}) VALUES ({slots})",
                       ROW_ORDER.get(table, "rowid")))
     return plans
 
