@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import canonical_json
+from ..jsonparse import parse_json
 
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
@@ -115,11 +116,13 @@ def decompress(path: Path, data: bytes) -> bytes:
 
 def _parse(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = parse_json(line)
     except json.JSONDecodeError as exc:
         raise CassetteFileError(f"{path}: line {number}: invalid JSON ({exc.msg}); fix: {FIX}") from None
     except RecursionError:
         raise CassetteFileError(f"{path}: line {number}: JSON nested too deeply; fix: {FIX}") from None
+    except ValueError as exc:  # an integer beyond Python's digit limit for int()
+        raise CassetteFileError(f"{path}: line {number}: invalid JSON ({exc}); fix: {FIX}") from None
     if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
         raise CassetteFileError(f"{path}: line {number}: field 'type' missing or not one of "
                                 f"{', '.join(RECORD_TYPES)}; fix: {FIX}")

@@ -1,0 +1,77 @@
+"""parse_json (pydantic-core's parser) against its definition, the standard library's json.loads."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vcrime_audit.jsonparse import parse_json
+
+TEXT = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=12)
+LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-2**200, 2**200) | st.floats()
+          | st.sampled_from([5e-324, -0.0, 1e308, 2**63, -2**63 - 1, 2**64]) | TEXT)
+DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)
+                    | st.dictionaries(TEXT, inner, max_size=5), max_leaves=30)
+JSON_CHARS = st.sampled_from(list('{}[]",:.-+eE0123456789 \t\nabcdefnrtluINaNInfinity\\') + ["\\u", "ud800"])
+
+
+def same(a, b) -> bool:
+    """Equal values of the same types; NaN equals NaN, and -0.0 is not 0.0."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def outcome(text: str):
+    try:
+        return "ok", parse_json(text)
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc)
+
+
+def expected(text: str):
+    try:
+        return "ok", json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc)
+
+
+def check(text: str) -> None:
+    got, want = outcome(text), expected(text)
+    assert got[0] == want[0], text
+    assert same(got[1], want[1]) if got[0] == "ok" else got[1] is want[1], text
+
+
+@settings(max_examples=500, deadline=None)
+@given(DATA, st.booleans(), st.sampled_from([None, 1]))
+def test_the_text_of_any_value_reads_as_the_standard_library_reads_it(value, ascii_only, indent):
+    check(json.dumps(value, ensure_ascii=ascii_only, indent=indent))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(JSON_CHARS, max_size=24).map("".join))
+def test_any_text_gives_the_same_value_or_the_same_error(text):
+    check(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.from_regex(r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,3})?", fullmatch=True))
+def test_every_number_literal_is_rounded_the_same(literal):
+    check(literal)
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1,"b":2,"a":3}', '"\\ud800"', '"\\udc00\\ud800"', "NaN", "-Infinity", "[1e400]",
+    "1" * 4300, "1" * 4301, "[" * 5000 + "]" * 5000, '"\\u0000"', '"tab\there"', "[1,]", "01", " 1 "])
+def test_the_edges_read_as_the_standard_library_reads_them(text):
+    check(text)
