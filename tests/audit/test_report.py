@@ -217,3 +217,31 @@ def test_report_on_a_replayed_cassette(tmp_path):
     files = write_report(result, tmp_path / "out")
     assert result.metrics.n_turns[result.metrics.attackers[0]] >= 1
     assert files.report.is_file() and (files.folder / "figures" / JUDGES_FIGURE).is_file()
+
+
+def test_figures_started_with_the_metrics_are_the_bytes_drawn_in_process(synth_report, tmp_path,
+                                                                         monkeypatch):
+    from vcrime_audit.audit import figures
+
+    path, result, files = synth_report
+    early = run_audit(path, n_resamples=R, seed=5, figures=tmp_path / "early" / "figures")
+    assert early.drawing is not None
+    forked = write_report(early, tmp_path / "early").figures
+    monkeypatch.setattr(figures.os, "cpu_count", lambda: 1)  # no child: drawn here, on wait()
+    here = figures.draw_all(result.metrics, tmp_path / "here", result.data.synthetic)
+    for name in figures.FIGURES:
+        assert forked[name].read_bytes() == here[name].read_bytes() == files.figures[name].read_bytes()
+
+
+def test_a_failed_audit_stops_its_figures(synth_report, tmp_path, monkeypatch):
+    import multiprocessing
+
+    from vcrime_audit.audit import pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("judge audit failed")
+
+    monkeypatch.setattr(pipeline, "judge_audit", broken)
+    with pytest.raises(RuntimeError, match="judge audit failed"):
+        run_audit(synth_report[0], n_resamples=R, seed=5, figures=tmp_path / "figures")
+    assert multiprocessing.active_children() == []

@@ -103,26 +103,45 @@ FIGURES = {"judges": (judges_figure, JUDGES_FIGURE), "scatter": (scatter_figure,
            "heatmap": (heatmap_figure, HEATMAP_FIGURE)}
 
 
-def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
-    """Every figure; where the OS can fork and there is a second CPU, each extra figure is drawn
-    by a forked child at the same time (same code, same bytes). A child that fails is redrawn
-    here, so its error surfaces as usual."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {name: folder / file for name, (_, file) in FIGURES.items()}
-    children = {}
-    if (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        import matplotlib.figure  # noqa: F401  (imported once, before forking)
+class Drawing:
+    """The figures of one audit, being drawn: where the OS can fork and there is a second CPU, a
+    forked child draws them all (importing matplotlib there, not here) while this process goes on
+    with the rest of the audit; elsewhere they are drawn when :meth:`wait` is called. Same code,
+    same bytes either way."""
 
-        fork = multiprocessing.get_context("fork")
-        for name in list(FIGURES)[1:]:
-            draw = FIGURES[name][0]
-            children[name] = fork.Process(target=draw, args=(m, paths[name], synthetic), daemon=True)
-            children[name].start()
-    for name, (draw, _) in FIGURES.items():
-        if name not in children:
-            draw(m, paths[name], synthetic)
-    for name, child in children.items():
-        child.join()
-        if child.exitcode != 0:
-            FIGURES[name][0](m, paths[name], synthetic)
-    return paths
+    def __init__(self, m: AttackerMetrics, folder: Path, synthetic: bool) -> None:
+        self.metrics, self.folder, self.synthetic = m, folder, synthetic
+        self.paths = {name: folder / file for name, (_, file) in FIGURES.items()}
+        self._child: Any = None
+        if (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            folder.mkdir(parents=True, exist_ok=True)
+            self._child = multiprocessing.get_context("fork").Process(target=self._draw, daemon=True)
+            self._child.start()
+
+    def _draw(self) -> None:
+        for name, (draw, _) in FIGURES.items():
+            draw(self.metrics, self.paths[name], self.synthetic)
+
+    def cancel(self) -> None:
+        """Stop the child (the audit failed): no figure is finished after this returns."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.terminate()
+            child.join()
+
+    def wait(self) -> dict[str, Path]:
+        """The figures' paths once all are drawn. A child that failed is redrawn here, so its
+        error surfaces as usual."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.join()
+            if child.exitcode == 0 and all(p.is_file() for p in self.paths.values()):
+                return self.paths
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._draw()
+        return self.paths
+
+
+def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
+    """Every figure (:class:`Drawing`, waited for)."""
+    return Drawing(m, folder, synthetic).wait()

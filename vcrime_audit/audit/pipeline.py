@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harm import Lexicon, classify, default_lexicon
+from .figures import Drawing
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .judges import JudgeAudit, judge_audit
@@ -30,6 +31,8 @@ class AuditResult:
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
     followups: FollowupsAudit | None = None
     """Re-judging, behaviour annotation and interrogation (vcrime_audit.audit.followups_stats)."""
+    drawing: Drawing | None = field(default=None, compare=False, repr=False)
+    """The figures, being drawn since the metrics were ready (``run_audit(figures=...)``)."""
 
 
 def harm_evidence(store: Store, metrics: AttackerMetrics, lexicon: Lexicon) -> dict[str, list[dict]]:
@@ -52,7 +55,10 @@ def harm_evidence(store: Store, metrics: AttackerMetrics, lexicon: Lexicon) -> d
 def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
               confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
               scenarios: Path | None = None, models_root: Path | None = None,
-              primary_judge: str | None = None) -> AuditResult:
+              primary_judge: str | None = None, figures: Path | None = None) -> AuditResult:
+    """Every metric of the store. With ``figures`` (a folder), the figures start being drawn into
+    it as soon as the metrics exist, alongside the judge audit and the follow-ups
+    (:class:`figures.Drawing`); :func:`report.write_report` waits for them."""
     lexicon = lexicon or default_lexicon()
     seconds = {}
     start = time.perf_counter()
@@ -67,13 +73,19 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         except ValueError as exc:
             raise AuditInputError(f"{store.path}: {exc}") from None
         seconds["metrics"] = time.perf_counter() - start
-        start = time.perf_counter()
-        judges = judge_audit(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
-        seconds["judges"] = time.perf_counter() - start
-        evidence = harm_evidence(store, metrics, lexicon)
-        start = time.perf_counter()
-        followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence)
-        seconds["followups"] = time.perf_counter() - start
+        drawing = Drawing(metrics, figures, data.synthetic) if figures is not None else None
+        try:
+            start = time.perf_counter()
+            judges = judge_audit(data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            seconds["judges"] = time.perf_counter() - start
+            evidence = harm_evidence(store, metrics, lexicon)
+            start = time.perf_counter()
+            followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            seconds["followups"] = time.perf_counter() - start
+        except BaseException:
+            if drawing is not None:
+                drawing.cancel()
+            raise
     finally:
         store.db.conn.close()
-    return AuditResult(data, metrics, judges, evidence, seconds, followups)
+    return AuditResult(data, metrics, judges, evidence, seconds, followups, drawing)

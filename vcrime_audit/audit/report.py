@@ -261,16 +261,21 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
 
 
 def write_report(result: AuditResult, folder: str | Path) -> ReportFiles:
-    from .figures import draw_all
+    """report.md, summary.json, lineage.json and the figures; the figures are drawn alongside the
+    text (forked, :class:`figures.Drawing`), or were started by ``run_audit(figures=...)`` when
+    that was this folder's ``figures``."""
+    from .figures import Drawing
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    figures = draw_all(result.metrics, folder / "figures", result.data.synthetic)
+    drawing = result.drawing
+    if drawing is None or drawing.folder != folder / "figures":
+        drawing = Drawing(result.metrics, folder / "figures", result.data.synthetic)
     report = folder / "report.md"
-    report.write_text(markdown(result, figures, folder), encoding="utf-8")
+    report.write_text(markdown(result, drawing.paths, folder), encoding="utf-8")
     summary_path = folder / "summary.json"
     summary_path.write_text(json.dumps(summary(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     lineage_path = folder / "lineage.json"
     lineage_path.write_text(json.dumps(lineage(result), separators=(",", ":"), allow_nan=False) + "\n",
                             encoding="utf-8")
-    return ReportFiles(folder, report, summary_path, lineage_path, figures)
+    return ReportFiles(folder, report, summary_path, lineage_path, drawing.wait())

@@ -58,10 +58,12 @@ def audit(
     from ..audit.report import write_report
 
     try:
+        folder = out or DEFAULT_REPORTS / db.stem
         with reading_store(db):
-            result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge)
+            result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge,
+                               figures=folder / "figures")
             start = time.perf_counter()
-            files = write_report(result, out or DEFAULT_REPORTS / db.stem)
+            files = write_report(result, folder)
             drawn = time.perf_counter() - start
     except user_errors() as exc:
         fail(str(exc))
