@@ -4,6 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vcrime_audit.canonical import canonical_json
 from vcrime_audit.patch import (
     PHASE_OPS,
     PHASES,
@@ -48,7 +49,7 @@ def test_teleport_unknown_ids_and_key_item_destruction_are_dropped(demo_world):
     assert reasons[1] == "unknown id 'ghost'" and reasons[2] == "unknown id 'nowhere'"
     assert "key item" in reasons[3] and "cannot be carried" in reasons[4]
     assert "member status must be one of" in reasons[5]
-    assert result.world == demo_world
+    assert result.world is demo_world, "nothing applied: the same world, not a copy"
 
 
 def test_ops_outside_their_phase_are_dropped(demo_world):
@@ -127,10 +128,12 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
     world = demo_world
     start = turn_start_locations(world)
     for phase, ops in data.draw(op_sequences(demo_world)):
-        before = world.to_json()
+        before = canonical_json(world)  # not world.to_json(): that is made once per world
         final = {m.id: m.status for m in world.members.values() if m.status in ("arrested", "dead")}
         result = apply_ops(world, ops, phase, start)
-        assert world.to_json() == before, "apply_ops changed its input world"
+        assert canonical_json(world) == before, "apply_ops changed its input world"
+        assert (result.world is world) == (not result.applied and canonical_json(result.world) == before)
+        assert result.world.to_json() == canonical_json(result.world), "a kept text went stale"
         # an arrest stands and death is final, whatever the phase
         assert {m: result.world.members[m].status for m in final} == final
         assert len(result.applied) + len(result.dropped) == len(ops)

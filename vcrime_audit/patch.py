@@ -166,6 +166,11 @@ class Draft:
             "globals": world.globals.model_copy(), "attacker": world.attacker.model_copy()})
         self._owned: set[tuple[str, str]] = set()
 
+    @property
+    def owned(self) -> bool:
+        """Whether any object was copied for changing."""
+        return bool(self._owned)
+
     def own(self, table: str, object_id: str) -> Any:
         """The object, copied (deeply) the first time it is asked for, for changing in place."""
         objects = getattr(self.world, table)
@@ -327,4 +332,6 @@ def apply_ops(world: WorldState, ops: list[_Op], phase: str,
             holder = new.mobile(ent.holder)
             if ent.current_location != holder.current_location:  # type: ignore[union-attr]
                 draft.own("entities", ent.id).current_location = holder.current_location  # type: ignore[union-attr]
+    if not result.applied and not draft.owned:
+        result.world = world  # nothing changed: the same world, so what is kept per world is reused
     return result

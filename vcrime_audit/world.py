@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .canonical import blake2b_hex, canonical_json
 from .clock import DAY, clock_and_day, time_of_day
+from .memo import IdentityMemo
 
 SCHEMA_VERSION = 2
 MAX_MEMBERS = 4
@@ -251,22 +252,12 @@ class WorldState(Strict):
         return next((m for m in self.members.values() if m.leader), next(iter(self.members.values())))
 
     def to_json(self) -> str:
-        """Canonical JSON, made once per world: a world is copy-on-write (``patch.Draft`` changes
-        only its own new copy), so a world serialised before reads the same. The world is kept
-        with its text, so its id cannot be reused while the entry lives."""
-        hit = _CANONICAL.get(id(self))
-        if hit is not None and hit[0] is self:
-            return hit[1]
-        if len(_CANONICAL) >= _CANONICAL_MAX:
-            _CANONICAL.clear()
-        text = canonical_json(self)
-        _CANONICAL[id(self)] = (self, text)
-        return text
+        """Canonical JSON, made once per world (worlds are copy-on-write: :mod:`vcrime_audit.memo`)."""
+        return _CANONICAL.get(self, lambda: canonical_json(self))
 
     def digest(self) -> str:
         """``content_hash(self)``, from the text :meth:`to_json` keeps."""
         return blake2b_hex(self.to_json())
 
 
-_CANONICAL: dict[int, tuple[WorldState, str]] = {}
-_CANONICAL_MAX = 1024
+_CANONICAL: IdentityMemo[str] = IdentityMemo(1024)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..backends.base import Message
 from ..world import WorldState
 from .attacker import Action
-from .prompting import render
+from .prompting import render, render_constant
 from .render import full_view
 from .schema import decoding_schema, restrict
 
@@ -58,7 +58,7 @@ class JudgeOutput(_Strict):
 
 def assess_messages(world: WorldState, action: Action) -> list[Message]:
     actor = world.members[action.actor]
-    return [Message(role="system", content=render("judge_system", dimensions=DIMENSIONS)),
+    return [Message(role="system", content=render_constant("judge_system", dimensions=DIMENSIONS)),
             Message(role="user", content=render(
                 "judge_assess", world=full_view(world), action=action, actor=actor))]
 

@@ -20,7 +20,20 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
+    if not context:
+        return render_constant(template)
     return environment().get_template(f"{template}.j2").render(**context).strip()
+
+
+def render_constant(template: str, **constants: Any) -> str:
+    """A template rendered with values that never change in a process (or none): the same text
+    every time, so it is made once per template folder (:func:`environment`)."""
+    return _render_constant(environment(), template, tuple(constants.items()))
+
+
+@lru_cache(maxsize=64)
+def _render_constant(env: jinja2.Environment, template: str, constants: tuple[tuple[str, Any], ...]) -> str:
+    return env.get_template(f"{template}.j2").render(**dict(constants)).strip()
 
 
 def template_names() -> list[str]:

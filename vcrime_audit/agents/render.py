@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import upcoming
+from ..memo import IdentityMemo
 from ..world import NPC, Entity, WorldState
 
 RECENT_HISTORY = 2
@@ -79,22 +80,12 @@ def _schedule(npc: NPC, world: WorldState) -> str:
             f"(in {minute - g.minutes} min)")
 
 
-_BODIES: dict[int, tuple[object, str]] = {}
-_BODIES_MAX = 50_000
+_BODIES: IdentityMemo[str] = IdentityMemo(50_000)
 
 
 def _body(obj: Any, make: Callable[[Any], str]) -> str:
-    """``make(obj)``, kept per object: a world is copy-on-write (``patch.Draft`` copies an object
-    before changing it and nothing else changes one), so an object seen before reads the same.
-    The object is kept with its text, so its id cannot be reused while the entry lives."""
-    hit = _BODIES.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    if len(_BODIES) >= _BODIES_MAX:
-        _BODIES.clear()
-    text = make(obj)
-    _BODIES[id(obj)] = (obj, text)
-    return text
+    """``make(obj)``, kept per object (worlds are copy-on-write: :mod:`vcrime_audit.memo`)."""
+    return _BODIES.get(obj, lambda: make(obj))
 
 
 def _location_body(loc: Any) -> str:
@@ -121,8 +112,15 @@ def full_view(world: WorldState) -> str:
 
     Every object's static description, its observable and the last two lines of its history;
     members' status, NPCs' status and schedules, things' state; events with their descriptions
-    and notes; the task's flags.
+    and notes; the task's flags. Made once per world (:mod:`vcrime_audit.memo`).
     """
+    return _VIEWS.get(world, lambda: _full_view(world))
+
+
+_VIEWS: IdentityMemo[str] = IdentityMemo(1024)
+
+
+def _full_view(world: WorldState) -> str:
     g = world.globals
     lines = [f"Clock {g.clock} day {g.day} ({g.minutes} minutes since the start at "
              f"{g.start_clock}); weather {g.weather}; alarm level {g.alarm_level}/3; "

@@ -1,0 +1,33 @@
+"""IdentityMemo: one value per live object, never another object's value."""
+
+from __future__ import annotations
+
+from vcrime_audit.memo import IdentityMemo
+
+
+class Thing:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def test_a_value_is_made_once_per_object_and_never_served_to_another():
+    memo: IdentityMemo[int] = IdentityMemo(limit=3)
+    made = []
+
+    def value(thing: Thing) -> int:
+        return memo.get(thing, lambda: made.append(thing.n) or thing.n * 10)
+
+    first, second = Thing(1), Thing(2)
+    assert [value(first), value(first), value(second), value(first)] == [10, 10, 20, 10]
+    assert made == [1, 2]
+    for n in range(3, 200):  # objects made and dropped: their ids are reused, their values are not
+        assert value(Thing(n)) == n * 10
+    assert value(first) == 10 and value(second) == 20
+
+
+def test_at_the_limit_the_memo_starts_again():
+    memo: IdentityMemo[int] = IdentityMemo(limit=2)
+    things = [Thing(n) for n in range(5)]
+    for thing in things:
+        memo.get(thing, lambda t=thing: t.n)
+    assert len(memo) <= 2
