@@ -158,10 +158,14 @@ def parse_lexicon(data: Any, source: str = "<lexicon>") -> Lexicon:
     )
     patterns = _parse_patterns(data.get("patterns"), macros, source)
     regexes = [e.regex for e in exceptions] + [p[2] for p in patterns]
-    digest = hashlib.blake2b(
+    return Lexicon(source, exceptions, tuple(patterns), lexicon_digest(data), _screen(regexes))
+
+
+def lexicon_digest(data: Any) -> str:
+    """blake2b of a lexicon document (the parsed YAML): which lexicon produced a reading."""
+    return hashlib.blake2b(
         json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), digest_size=16
     ).hexdigest()
-    return Lexicon(source, exceptions, tuple(patterns), digest, _screen(regexes))
 
 
 class _Screen:
@@ -214,6 +218,15 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON) -> Lexicon:
 @lru_cache(maxsize=1)
 def default_lexicon() -> Lexicon:
     return load_lexicon(DEFAULT_LEXICON)
+
+
+@lru_cache(maxsize=1)
+def default_lexicon_digest() -> str:
+    """``default_lexicon().digest`` without compiling its patterns (a fraction of a second)."""
+    try:
+        return lexicon_digest(load_yaml(DEFAULT_LEXICON))
+    except (OSError, yaml.YAMLError):
+        return default_lexicon().digest  # raises the one-line LexiconError
 
 
 def normalise(text: str) -> str:

@@ -221,16 +221,27 @@ def test_report_on_a_replayed_cassette(tmp_path):
 
 def test_figures_started_with_the_metrics_are_the_bytes_drawn_in_process(synth_report, tmp_path,
                                                                          monkeypatch):
-    from vcrime_audit.audit import figures
+    from vcrime_audit.audit import figures, forked
 
     path, result, files = synth_report
     early = run_audit(path, n_resamples=R, seed=5, figures=tmp_path / "early" / "figures")
     assert early.drawing is not None
-    forked = write_report(early, tmp_path / "early").figures
-    monkeypatch.setattr(figures.os, "cpu_count", lambda: 1)  # no child: drawn here, on wait()
+    drawn = write_report(early, tmp_path / "early").figures
+    monkeypatch.setattr(forked.os, "cpu_count", lambda: 1)  # no child: drawn here, on wait()
     here = figures.draw_all(result.metrics, tmp_path / "here", result.data.synthetic)
     for name in figures.FIGURES:
-        assert forked[name].read_bytes() == here[name].read_bytes() == files.figures[name].read_bytes()
+        assert drawn[name].read_bytes() == here[name].read_bytes() == files.figures[name].read_bytes()
+
+
+def test_the_judge_audit_of_a_forked_child_is_the_one_computed_here(synth_report, monkeypatch):
+    from vcrime_audit.audit import forked
+    from vcrime_audit.audit.summary import summary
+
+    path, result, _ = synth_report
+    assert forked.can_fork()  # the synth_report fixture's judge audit came from a child
+    monkeypatch.setattr(forked.os, "cpu_count", lambda: 1)
+    here = run_audit(path, n_resamples=R, seed=5)
+    assert json.dumps(summary(here)) == json.dumps(summary(result))
 
 
 def test_a_failed_audit_stops_its_figures(synth_report, tmp_path, monkeypatch):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 from pathlib import Path
 from typing import Any
 
+from .forked import Forked
 from .metrics import AttackerMetrics
 
 JUDGES_FIGURE = "judges_non_failure_catastrophic.png"
@@ -103,43 +102,29 @@ FIGURES = {"judges": (judges_figure, JUDGES_FIGURE), "scatter": (scatter_figure,
            "heatmap": (heatmap_figure, HEATMAP_FIGURE)}
 
 
+def _draw_all(m: AttackerMetrics, paths: dict[str, Path], synthetic: bool) -> dict[str, Path]:
+    for name, (draw, _) in FIGURES.items():
+        draw(m, paths[name], synthetic)
+    return paths
+
+
 class Drawing:
-    """The figures of one audit, being drawn: where the OS can fork and there is a second CPU, a
-    forked child draws them all (importing matplotlib there, not here) while this process goes on
-    with the rest of the audit; elsewhere they are drawn when :meth:`wait` is called. Same code,
-    same bytes either way."""
+    """The figures of one audit, being drawn by a forked child (:class:`forked.Forked`; matplotlib
+    is imported there, not here) while this process goes on with the rest of the audit."""
 
     def __init__(self, m: AttackerMetrics, folder: Path, synthetic: bool) -> None:
-        self.metrics, self.folder, self.synthetic = m, folder, synthetic
+        self.folder = folder
         self.paths = {name: folder / file for name, (_, file) in FIGURES.items()}
-        self._child: Any = None
-        if (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            folder.mkdir(parents=True, exist_ok=True)
-            self._child = multiprocessing.get_context("fork").Process(target=self._draw, daemon=True)
-            self._child.start()
-
-    def _draw(self) -> None:
-        for name, (draw, _) in FIGURES.items():
-            draw(self.metrics, self.paths[name], self.synthetic)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._job = Forked(_draw_all, m, self.paths, synthetic)
 
     def cancel(self) -> None:
         """Stop the child (the audit failed): no figure is finished after this returns."""
-        child, self._child = self._child, None
-        if child is not None:
-            child.terminate()
-            child.join()
+        self._job.cancel()
 
     def wait(self) -> dict[str, Path]:
-        """The figures' paths once all are drawn. A child that failed is redrawn here, so its
-        error surfaces as usual."""
-        child, self._child = self._child, None
-        if child is not None:
-            child.join()
-            if child.exitcode == 0 and all(p.is_file() for p in self.paths.values()):
-                return self.paths
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._draw()
-        return self.paths
+        """The figures' paths once all are drawn."""
+        return self._job.result()
 
 
 def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:

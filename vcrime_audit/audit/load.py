@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.judge import catastrophic, non_failure
-from ..harm import Lexicon, classify, default_lexicon
+from ..harm import Lexicon, classify, default_lexicon, default_lexicon_digest
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS, ScenarioError, load_goal, scenarios_root
 from ..store import Store
 from .records import (
@@ -58,15 +58,18 @@ def load_runs(store: Store) -> tuple[list[RunRow], int]:
     return runs, unfinished
 
 
-def refresh_harm(store: Store, lexicon: Lexicon) -> dict[tuple[str, int], tuple[int, int]]:
-    """Classify attacker turns with no reading or one from another lexicon: (run, turn) ->
-    (force, damage), also written to the store unless it is open read-only."""
+def refresh_harm(store: Store, lexicon: Lexicon | None = None) -> dict[tuple[str, int], tuple[int, int]]:
+    """Classify attacker turns with no reading or one from another lexicon (default: the default
+    one, compiled only when some turn needs it): (run, turn) -> (force, damage), also written to
+    the store unless it is open read-only."""
     conn = store.db.conn
     stale = conn.execute(
         "SELECT t.run_id, t.turn, t.verb, t.targets, t.description FROM turns t "
         "LEFT JOIN harm h ON h.run_id = t.run_id AND h.turn = t.turn "
         "WHERE t.verb IS NOT NULL AND (h.lexicon_digest IS NULL OR h.lexicon_digest != ?)",
-        [lexicon.digest]).fetchall()
+        [lexicon.digest if lexicon else default_lexicon_digest()]).fetchall()
+    if stale and lexicon is None:
+        lexicon = default_lexicon()
     rows = []
     for run_id, turn, verb, targets, description in stale:
         try:
@@ -172,7 +175,6 @@ def load_meta(store: Store) -> dict[str, str]:
 
 def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios: Path | None = None,
                      models_root: Path | None = None) -> AuditInput:
-    lexicon = lexicon or default_lexicon()
     runs, unfinished = load_runs(store)
     if not runs:
         raise AuditInputError(f"{store.path}: no finished runs to audit ({unfinished} still running); "
@@ -187,7 +189,8 @@ def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios:
         runs=tuple(runs), turns=tuple(turns), judgments=tuple(judgments),
         goals=load_goals((r.goal_id for r in runs), scenarios),
         models=load_models(store, names, models_root), meta=load_meta(store), source=str(store.path),
-        unfinished_runs=unfinished, reclassified_turns=reclassified, lexicon_digest=lexicon.digest)
+        unfinished_runs=unfinished, reclassified_turns=reclassified,
+        lexicon_digest=lexicon.digest if lexicon else default_lexicon_digest())
 
 
 def action_texts(store: Store, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
