@@ -111,6 +111,14 @@ def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict
     return verifier.verdicts
 
 
+def _discard(scratch: Store) -> None:
+    """Close a job's scratch store and delete its files: a store's runs are verified one after
+    another, and only one scratch store per worker need exist at a time."""
+    scratch.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{scratch.path}{suffix}").unlink(missing_ok=True)
+
+
 def _chunks(items: list[str], parts: int) -> list[list[str]]:
     """Contiguous slices, several per worker so that a slow one does not hold up the rest."""
     size = max(1, -(-len(items) // parts))
@@ -223,13 +231,15 @@ class Verifier:
                                      "pass the folder holding it"))
         if row["status"] == RUNNING:
             return self._repair_run(store, run_id, path)
+        scratch = Store(self._scratch(run_id))
         try:
-            scratch = Store(self._scratch(run_id))
             outcome = asyncio.run(replay_loaded(Cassette(path, RecordMode.none), scratch))
+            derived = _run_tables(scratch, outcome.run_id)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
-        self._add(self._compare("run", run_id, _run_tables(store, run_id),
-                                _run_tables(scratch, outcome.run_id), outcome.check))
+        finally:
+            _discard(scratch)
+        self._add(self._compare("run", run_id, _run_tables(store, run_id), derived, outcome.check))
         self._finalise_if_pending(path)
 
     def _repair_run(self, store: Store, run_id: str, path: Path) -> None:
