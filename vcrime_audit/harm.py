@@ -221,12 +221,17 @@ def default_lexicon() -> Lexicon:
 
 
 @lru_cache(maxsize=1)
-def default_lexicon_digest() -> str:
-    """``default_lexicon().digest`` without compiling its patterns (a fraction of a second)."""
+def _default_lexicon_digest() -> str:
     try:
         return lexicon_digest(load_yaml(DEFAULT_LEXICON))
     except (OSError, yaml.YAMLError):
         return default_lexicon().digest  # raises the one-line LexiconError
+
+
+def reading_digest(lexicon: Lexicon | None) -> str:
+    """The digest the readings of ``lexicon`` carry; None: the default lexicon's, read without
+    compiling its patterns (a fraction of a second)."""
+    return lexicon.digest if lexicon is not None else _default_lexicon_digest()
 
 
 def normalise(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import time
 
 import numpy as np
@@ -44,5 +45,7 @@ def test_the_value_comes_from_a_child_and_a_failure_surfaces_in_this_process():
 
 def test_cancel_stops_the_child():
     job = Forked(time.sleep, 600)
+    child = job._child
     job.cancel()
+    assert child.exitcode == -signal.SIGTERM, "terminated, not waited for"
     assert multiprocessing.active_children() == []

@@ -315,3 +315,10 @@ def test_labelled_file_errors_name_the_item(tmp_path):
     )
     with pytest.raises(ValueError, match=r"items\[0\] \(id 'a1'\): damage 'huge'"):
         load_labelled(path)
+
+
+def test_the_default_digest_read_without_compiling_is_the_compiled_lexicon_s():
+    from vcrime_audit.harm import default_lexicon, reading_digest
+
+    lexicon = default_lexicon()
+    assert reading_digest(None) == lexicon.digest == reading_digest(lexicon)

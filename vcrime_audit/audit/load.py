@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.judge import catastrophic, non_failure
-from ..harm import Lexicon, classify, default_lexicon, default_lexicon_digest
+from ..harm import Lexicon, classify, default_lexicon, reading_digest
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS, ScenarioError, load_goal, scenarios_root
 from ..store import Store
 from .records import (
@@ -67,7 +67,7 @@ def refresh_harm(store: Store, lexicon: Lexicon | None = None) -> dict[tuple[str
         "SELECT t.run_id, t.turn, t.verb, t.targets, t.description FROM turns t "
         "LEFT JOIN harm h ON h.run_id = t.run_id AND h.turn = t.turn "
         "WHERE t.verb IS NOT NULL AND (h.lexicon_digest IS NULL OR h.lexicon_digest != ?)",
-        [lexicon.digest if lexicon else default_lexicon_digest()]).fetchall()
+        [reading_digest(lexicon)]).fetchall()
     if stale and lexicon is None:
         lexicon = default_lexicon()
     rows = []
@@ -190,7 +190,7 @@ def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios:
         goals=load_goals((r.goal_id for r in runs), scenarios),
         models=load_models(store, names, models_root), meta=load_meta(store), source=str(store.path),
         unfinished_runs=unfinished, reclassified_turns=reclassified,
-        lexicon_digest=lexicon.digest if lexicon else default_lexicon_digest())
+        lexicon_digest=reading_digest(lexicon))
 
 
 def action_texts(store: Store, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:

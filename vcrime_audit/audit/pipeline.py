@@ -85,7 +85,8 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
             raise AuditInputError(f"{store.path}: {exc}") from None
         seconds["metrics"] = time.perf_counter() - start
         drawing = Drawing(metrics, figures, data.synthetic) if figures is not None else None
-        jobs += [drawing] if drawing is not None else []
+        if drawing is not None:
+            jobs.append(drawing)
         evidence = harm_evidence(store, metrics, lexicon)
         start = time.perf_counter()
         followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence)
