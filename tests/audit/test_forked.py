@@ -1,17 +1,19 @@
-"""Forked: a child's value is the value computed here; a failure surfaces here; cancel stops it."""
+"""Forked and Prepared: a child's value is the value computed here; a failure surfaces here; cancel
+stops it; Prepared's arguments reach a child that is still preparing."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import threading
 import time
 
 import numpy as np
 import pytest
 
 from vcrime_audit.audit import forked
-from vcrime_audit.audit.forked import Forked
+from vcrime_audit.audit.forked import Forked, Prepared
 
 
 def resample(seed: int, size: int) -> np.ndarray:
@@ -47,5 +49,76 @@ def test_cancel_stops_the_child():
     job = Forked(time.sleep, 600)
     child = job._child
     job.cancel()
+    assert child.exitcode == -signal.SIGTERM, "terminated, not waited for"
+    assert multiprocessing.active_children() == []
+
+
+PREPARED: dict[str, object] = {}
+
+
+def wait_for(path: str) -> None:
+    """A prepare step that takes until `path` exists (20 s at most) and notes whether it did."""
+    deadline = time.monotonic() + 20
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    PREPARED["saw"] = os.path.exists(path)
+
+
+def prepared_state(payload: np.ndarray) -> tuple[object, int, float]:
+    return PREPARED.get("saw"), os.getpid(), float(payload.sum())
+
+
+def test_prepared_is_sent_its_arguments_while_the_child_is_still_preparing(tmp_path):
+    flag = str(tmp_path / "flag")
+    job = Prepared(lambda: wait_for(flag), prepared_state)
+    payload = resample(3, 200_000)  # 1.6 MB: start() would block on the pipe if it sent in this thread
+    job.start(payload)
+    open(flag, "w").close()  # reached before the child's 20 s only if start() returned at once
+    saw, pid, total = job.result()
+    assert saw is True, "the child prepared first, then computed"
+    assert pid != os.getpid()
+    assert total == float(payload.sum())
+
+
+def fails() -> None:
+    raise OSError("no fonts")
+
+
+def test_a_failed_prepare_is_only_a_lost_head_start_and_one_cpu_computes_here(monkeypatch):
+    job = Prepared(fails, resample)
+    job.start(5, size=1000)
+    assert np.array_equal(job.result(), resample(5, size=1000))
+    monkeypatch.setattr(forked.os, "cpu_count", lambda: 1)
+    here = Prepared(fails, os.getpid)
+    assert here._child is None, "nothing forked on one CPU"
+    here.start()
+    assert here.result() == os.getpid()
+
+
+def test_unsendable_arguments_are_computed_here_and_failures_surface_here():
+    job = Prepared(_nothing, only_in)
+    job.start(os.getpid())
+    assert job.result() == os.getpid(), "the child fails: computed here"
+    lock = threading.Lock()  # cannot be pickled: the child is sent nothing and answers nothing
+    unsent = Prepared(_nothing, lambda _lock, pid: pid)
+    unsent.start(lock, os.getpid())
+    assert unsent.result() == os.getpid()
+    with pytest.raises(RuntimeError, match="never started"):
+        Prepared(_nothing, os.getpid).result()
+
+
+def _nothing() -> None:
+    return None
+
+
+def test_cancel_stops_a_prepared_child_before_or_after_start():
+    waiting = Prepared(_nothing, os.getpid)
+    child = waiting._child
+    waiting.cancel()
+    assert child.exitcode in (0, -signal.SIGTERM)
+    busy = Prepared(lambda: time.sleep(600), os.getpid)
+    child = busy._child
+    busy.start()
+    busy.cancel()
     assert child.exitcode == -signal.SIGTERM, "terminated, not waited for"
     assert multiprocessing.active_children() == []

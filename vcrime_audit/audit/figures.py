@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .forked import Forked
+from .forked import Prepared
 from .metrics import AttackerMetrics
 
 JUDGES_FIGURE = "judges_non_failure_catastrophic.png"
@@ -108,15 +108,29 @@ def _draw_all(m: AttackerMetrics, paths: dict[str, Path], synthetic: bool) -> di
     return paths
 
 
-class Drawing:
-    """The figures of one audit, being drawn by a forked child (:class:`forked.Forked`; matplotlib
-    is imported there, not here) while this process goes on with the rest of the audit."""
+def _prepare() -> None:
+    """matplotlib's modules and font list, loaded before there is anything to draw."""
+    from matplotlib import font_manager
+    from matplotlib.backends import backend_agg  # noqa: F401 -- savefig draws through it
+    from matplotlib.figure import Figure  # noqa: F401
 
-    def __init__(self, m: AttackerMetrics, folder: Path, synthetic: bool) -> None:
+    font_manager.findfont(font_manager.FontProperties())
+
+
+class Drawing:
+    """The figures of one audit, drawn by a forked child (:class:`forked.Prepared`): it imports
+    matplotlib (this process never does) while the audit loads, and draws once :meth:`start` sends
+    it the metrics, while this process goes on with the rest of the audit."""
+
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.paths = {name: folder / file for name, (_, file) in FIGURES.items()}
-        folder.mkdir(parents=True, exist_ok=True)
-        self._job = Forked(_draw_all, m, self.paths, synthetic)
+        self._job: Prepared[dict[str, Path]] = Prepared(_prepare, _draw_all)
+
+    def start(self, m: AttackerMetrics, synthetic: bool) -> Drawing:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._job.start(m, self.paths, synthetic)
+        return self
 
     def cancel(self) -> None:
         """Stop the child (the audit failed): no figure is finished after this returns."""
@@ -129,4 +143,4 @@ class Drawing:
 
 def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
     """Every figure (:class:`Drawing`, waited for)."""
-    return Drawing(m, folder, synthetic).wait()
+    return Drawing(folder).start(m, synthetic).wait()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..store import Store
-from .records import FINAL_STATUSES
+from .load import read_judgments
+from .records import FINAL_STATUSES, StoredJudgment
 
 
 class RunKey(NamedTuple):
@@ -68,18 +70,45 @@ class FollowupRows:
     """Model name -> weights fingerprint digest ('' or absent when unknown)."""
 
 
-def load_followup_rows(store: Store) -> FollowupRows:
-    """Rows of finished runs only, like the rest of the audit."""
+def _sql_order(value: object) -> tuple:
+    """A sort key that orders values of mixed types as SQLite's ORDER BY does (NULL, numbers,
+    text, blobs; text by code point, as the BINARY collation orders UTF-8)."""
+    if value is None:
+        return (0,)
+    if isinstance(value, int | float):
+        return (1, value)
+    return (2, value) if isinstance(value, str) else (3, value)
+
+
+def rejudged_turns(judgments: Iterable[StoredJudgment], runs: Container[str]) -> list[RejudgedTurn]:
+    """Each re-judgment of a turn of ``runs`` beside every live judgment of that turn (None when
+    there is none), ordered by re-judge, run and turn: the rows of ``judgments j LEFT JOIN
+    judgments l ON l.run_id = j.run_id AND l.turn = j.turn AND l.source = 'live' WHERE j.source =
+    'rejudge' ORDER BY j.judge, j.run_id, j.turn``, from rows already read in primary-key order."""
+    live: dict[tuple[str, int], list[StoredJudgment]] = {}
+    by_judge: dict[object, list[StoredJudgment]] = {}
+    for row in judgments:
+        run_id, turn, judge, source = row[:4]
+        if source == "live":
+            if run_id is not None and turn is not None:  # NULL = NULL is not true in SQL
+                live.setdefault((run_id, turn), []).append(row)
+        elif source == "rejudge" and run_id in runs:
+            by_judge.setdefault(judge, []).append(row)  # in run and turn order, as read
+    rejudges = [row for judge in sorted(by_judge, key=_sql_order) for row in by_judge[judge]]
+    new, none = tuple.__new__, (None,)
+    return [new(RejudgedTurn, (run_id, turn, judge, "", None, None, nf, bool(risky)) if lv is None else (
+        run_id, turn, judge, lv[2] or "", lv[5], None if lv[4] is None else bool(lv[4]), nf, bool(risky)))
+        for run_id, turn, judge, _, risky, nf, *_ in rejudges
+        for lv in live.get((run_id, turn), none)]
+
+
+def load_followup_rows(store: Store, judgments: Iterable[StoredJudgment] | None = None) -> FollowupRows:
+    """Rows of finished runs only, like the rest of the audit. ``judgments``:
+    ``load.read_judgments`` of ``store``, when already read."""
     conn = store.db.conn
     runs = {r: RunKey(r, task, attacker) for r, task, attacker, status in conn.execute(
         "SELECT run_id, task_id, attacker, status FROM runs") if status in FINAL_STATUSES}
-    rejudged = [RejudgedTurn(r, t, j, lj or "", lnf, None if lr is None else bool(lr), nf, bool(risky))
-                for r, t, j, lj, lnf, lr, nf, risky in conn.execute(
-                    "SELECT j.run_id, j.turn, j.judge, l.judge, l.non_failure, l.risky, "
-                    "j.non_failure, j.risky FROM judgments j "
-                    "LEFT JOIN judgments l ON l.run_id = j.run_id AND l.turn = j.turn "
-                    "AND l.source = 'live' WHERE j.source = 'rejudge' ORDER BY j.judge, j.run_id, j.turn")
-                if r in runs]
+    rejudged = rejudged_turns(read_judgments(store) if judgments is None else judgments, runs)
     failed = dict(conn.execute(
         "SELECT judge, COUNT(*) FROM (SELECT DISTINCT run_id, turn, judge FROM rejudged_turns r "
         "WHERE status = 'failed' AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.source = "

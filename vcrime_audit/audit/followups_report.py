@@ -24,14 +24,19 @@ from .followups_stats import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..store import Store
+    from .records import StoredJudgment
 
 CONDITION_TEXT = {"CTRL": "A0 B0", "B1": "A0 B1", "A1": "A1 B0", "A1B1": "A1 B1", "A2": "A2 B0",
                   "A2B1": "A2 B1"}
 
 
-def audit_followups(store: Store, *, n_resamples: int, seed: int, confidence: float) -> FollowupsAudit:
-    return followups_audit(load_followup_rows(store), n_resamples=n_resamples, seed=seed,
+def audit_followups(store: Store, *, n_resamples: int, seed: int, confidence: float,
+                    judgments: Iterable[StoredJudgment] | None = None) -> FollowupsAudit:
+    """``judgments``: ``load.read_judgments`` of ``store``, when already read."""
+    return followups_audit(load_followup_rows(store, judgments), n_resamples=n_resamples, seed=seed,
                            confidence=confidence)
 
 

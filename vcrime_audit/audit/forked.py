@@ -1,9 +1,17 @@
-"""One function computed by a forked child while this process goes on with the rest of the audit."""
+"""Functions computed by forked children while this process goes on with the rest of the audit.
+
+:class:`Forked` forks once its input exists: the child inherits it. :class:`Prepared` forks at
+once, so that the child's imports and compiling overlap this process's loading, and is sent its
+input (pickled) later. Either way, a child that fails or cannot be started is replaced by computing
+the same function here, so the value, or the error, is the one this process would have had.
+"""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -16,7 +24,7 @@ def can_fork() -> bool:
     return (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _run(send: Any, function: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
+def _answer(send: Any, function: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> None:
     try:
         value = function(*args, **kwargs)
     except BaseException:  # noqa: BLE001 -- the parent computes it again, and the error surfaces there
@@ -26,22 +34,38 @@ def _run(send: Any, function: Callable[..., Any], args: tuple, kwargs: dict[str,
     send.close()
 
 
-class Forked(Generic[T]):
-    """``function(*args, **kwargs)``, computed by a forked child where :func:`can_fork`, else here
-    when :meth:`result` is first asked for. Same code on the same data: the same value either
-    way. A child that fails is computed again here, so its error surfaces as usual."""
+def _prepare_then_answer(prepare: Callable[[], Any], arguments: Any, parents_end: Any, send: Any,
+                         function: Callable[..., Any]) -> None:
+    parents_end.close()  # else the arguments pipe never ends here: this child would hold it open
+    try:
+        prepare()
+    except Exception:  # noqa: BLE001, S110 -- only a head start: the function does it again if it must
+        pass
+    try:
+        args, kwargs = arguments.recv()
+    except EOFError:  # no input is coming (the parent could not send it, or gave up)
+        return
+    _answer(send, function, args, kwargs)
 
-    def __init__(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> None:
-        self._call = (function, args, kwargs)
+
+def _fork(target: Callable[..., None], *args: Any) -> Any:
+    """A started child. The parent's objects are frozen meanwhile, so that the child's cycle
+    collector never walks (and so copies) the pages it inherited (Python's gc.freeze docs)."""
+    child = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
+    gc.freeze()
+    try:
+        child.start()
+    finally:
+        gc.unfreeze()
+    return child
+
+
+class _Child(Generic[T]):
+    def __init__(self) -> None:
+        self._call: tuple[Callable[..., T], tuple, dict[str, Any]] | None = None
         self._value: tuple[T] | None = None
         self._child: Any = None
         self._receive: Any = None
-        if can_fork():
-            context = multiprocessing.get_context("fork")
-            self._receive, send = context.Pipe(duplex=False)
-            self._child = context.Process(target=_run, args=(send, function, args, kwargs), daemon=True)
-            self._child.start()
-            send.close()
 
     def result(self) -> T:
         if self._value is None:
@@ -49,6 +73,8 @@ class Forked(Generic[T]):
         return self._value[0]
 
     def _compute(self) -> T:
+        if self._call is None:
+            raise RuntimeError("result() of a Prepared job that was never started")
         child, receive, self._child = self._child, self._receive, None
         if child is not None:
             try:
@@ -69,3 +95,73 @@ class Forked(Generic[T]):
             child.terminate()
             child.join()
             self._receive.close()
+
+
+class Forked(_Child[T]):
+    """``function(*args, **kwargs)``, computed by a child forked now where :func:`can_fork`, else
+    here when :meth:`result` is first asked for. Same code on the same data: the same value either
+    way."""
+
+    def __init__(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        self._call = (function, args, kwargs)
+        if can_fork():
+            self._receive, send = multiprocessing.Pipe(duplex=False)
+            self._child = _fork(_answer, send, function, args, kwargs)
+            send.close()
+
+
+class Prepared(_Child[T]):
+    """A child forked now that runs ``prepare()`` at once (imports, compiling: work that needs no
+    input), then computes ``function(*args, **kwargs)`` once :meth:`start` sends it the arguments.
+    Without :func:`can_fork`, nothing is prepared and the function is computed here when
+    :meth:`result` is first asked for. ``prepare`` must change nothing the function's value depends
+    on: a failure there is ignored."""
+
+    def __init__(self, prepare: Callable[[], Any], function: Callable[..., T]) -> None:
+        super().__init__()
+        self._function = function
+        self._send_arguments: Any = None
+        self._sending: threading.Thread | None = None
+        self._sent: list[bool] = []
+        if can_fork():
+            self._receive, send = multiprocessing.Pipe(duplex=False)
+            arguments, self._send_arguments = multiprocessing.Pipe(duplex=False)
+            self._child = _fork(_prepare_then_answer, prepare, arguments, self._send_arguments, send,
+                                function)
+            send.close()
+            arguments.close()
+
+    def start(self, *args: Any, **kwargs: Any) -> None:
+        """Send the arguments (pickled, from a thread: the child reads them only once prepared)."""
+        self._call = (self._function, args, kwargs)
+        sender, self._send_arguments = self._send_arguments, None
+        if sender is not None:
+            self._sending = threading.Thread(target=_send, args=(sender, (args, kwargs), self._sent),
+                                             daemon=True)
+            self._sending.start()
+
+    def _compute(self) -> T:
+        if self._sending is not None:
+            self._sending.join()
+            if not self._sent:  # the child was sent nothing (and may wait for it): computed here
+                self.cancel()
+        return super()._compute()
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self._send_arguments is not None:
+            self._send_arguments.close()
+            self._send_arguments = None
+
+
+def _send(connection: Any, message: Any, sent: list[bool]) -> None:
+    """``sent`` gets True once the message is in the pipe."""
+    try:
+        connection.send(message)
+    except Exception:  # noqa: BLE001, S110 -- unpicklable, or the child is gone: the parent computes
+        pass           # the value itself
+    else:
+        sent.append(True)
+    finally:
+        connection.close()

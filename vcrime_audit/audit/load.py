@@ -18,6 +18,7 @@ from .records import (
     JudgmentRow,
     ModelInfo,
     RunRow,
+    StoredJudgment,
     TurnRow,
 )
 
@@ -112,15 +113,23 @@ def _rates(store: Store, run_id: str, turn: int, judge: str, distribution: str |
     return non_failure(outcomes), catastrophic(outcomes)
 
 
-def load_judgments(store: Store, attacker_turns: set[tuple[str, int]]) -> list[JudgmentRow]:
-    """Judgments of attacker turns; rates from the stored columns, or the distribution when absent."""
-    rows = store.db.conn.execute(
-        "SELECT run_id, turn, judge, risky, non_failure, catastrophic, "
+def read_judgments(store: Store) -> list[StoredJudgment]:
+    """Every row of the judgments table, in primary-key order: read once for the metrics
+    (:func:`load_judgments`) and the follow-ups (``followups_load.load_followup_rows``)."""
+    return store.db.conn.execute(
+        "SELECT run_id, turn, judge, source, risky, non_failure, catastrophic, "
         "CASE WHEN non_failure IS NULL OR catastrophic IS NULL THEN distribution END "
         "FROM judgments ORDER BY run_id, turn, judge").fetchall()
+
+
+def load_judgments(store: Store, attacker_turns: set[tuple[str, int]],
+                   stored: Iterable[StoredJudgment] | None = None) -> list[JudgmentRow]:
+    """Judgments of attacker turns (every source); rates from the stored columns, or the
+    distribution when absent. ``stored``: :func:`read_judgments` of ``store``, when already read."""
     out = []
-    append, new = out.append, tuple.__new__  # tuple.__new__: a NamedTuple without its Python-level __new__
-    for run_id, turn, judge, risky, nf, cat, distribution in rows:
+    append, new = out.append, tuple.__new__
+    for run_id, turn, judge, _, risky, nf, cat, distribution in (
+            read_judgments(store) if stored is None else stored):
         if (run_id, turn) not in attacker_turns:
             continue
         if distribution is not None:
@@ -174,7 +183,9 @@ def load_meta(store: Store) -> dict[str, str]:
 
 
 def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios: Path | None = None,
-                     models_root: Path | None = None) -> AuditInput:
+                     models_root: Path | None = None,
+                     judgments: Iterable[StoredJudgment] | None = None) -> AuditInput:
+    """``judgments``: :func:`read_judgments` of ``store``, when already read."""
     runs, unfinished = load_runs(store)
     if not runs:
         raise AuditInputError(f"{store.path}: no finished runs to audit ({unfinished} still running); "
@@ -183,10 +194,10 @@ def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios:
     reclassified = len(fresh)
     run_ids = {r.run_id for r in runs}
     turns = load_turns(store, run_ids, fresh)
-    judgments = load_judgments(store, {(t.run_id, t.turn) for t in turns})
-    names = {r.attacker for r in runs} | {j.judge for j in judgments}
+    rows = load_judgments(store, {(t.run_id, t.turn) for t in turns}, judgments)
+    names = {r.attacker for r in runs} | {j.judge for j in rows}
     return AuditInput(
-        runs=tuple(runs), turns=tuple(turns), judgments=tuple(judgments),
+        runs=tuple(runs), turns=tuple(turns), judgments=tuple(rows),
         goals=load_goals((r.goal_id for r in runs), scenarios),
         models=load_models(store, names, models_root), meta=load_meta(store), source=str(store.path),
         unfinished_runs=unfinished, reclassified_turns=reclassified,

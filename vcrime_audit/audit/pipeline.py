@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harm import Lexicon, classify, default_lexicon
+from .collector import collector_paused
 from .figures import Drawing
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
-from .forked import Forked
+from .forked import Forked, Prepared
 from .judges import JudgeAudit, judge_audit
-from .load import AuditInputError, action_texts, load_audit_input, open_store
+from .load import AuditInputError, action_texts, load_audit_input, open_store, read_judgments
 from .metrics import AttackerMetrics, attacker_metrics
 from .records import AuditInput
 from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -36,16 +39,17 @@ class AuditResult:
     """The figures, being drawn since the metrics were ready (``run_audit(figures=...)``)."""
 
 
-def harm_evidence(store: Store, metrics: AttackerMetrics,
+def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
                   lexicon: Lexicon | None = None) -> dict[str, list[dict]]:
-    flagged = {h.run_id: h for h in metrics.harm_runs.values() if h.over_harm}
+    """Over-harm run id -> its turns above the goal's allowance (``flagged``): the attacker's action
+    and the lexicon rules that fired."""
     if flagged and lexicon is None:
         lexicon = default_lexicon()
-    texts = action_texts(store, [(run_id, t) for run_id, h in flagged.items() for t in h.excess_turns])
+    texts = action_texts(store, [(run_id, t) for run_id, turns in flagged.items() for t in turns])
     out: dict[str, list[dict[str, Any]]] = {}
-    for run_id, h in sorted(flagged.items()):
+    for run_id, turns in sorted(flagged.items()):
         out[run_id] = []
-        for turn in h.excess_turns:
+        for turn in turns:
             action = texts[(run_id, turn)]
             reading = classify(action, lexicon)
             out[run_id].append({
@@ -56,24 +60,59 @@ def harm_evidence(store: Store, metrics: AttackerMetrics,
     return out
 
 
+def _evidence_in(db: str | Path, flagged: Mapping[str, Sequence[int]],
+                 lexicon: Lexicon | None) -> dict[str, list[dict]]:
+    store = open_store(db, readonly=True)
+    try:
+        return harm_evidence(store, flagged, lexicon)
+    finally:
+        store.close()
+
+
+def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
+    """:func:`harm_evidence`, by a child that compiles the default lexicon (when it is the one)
+    while the audit loads; the lexicon given is inherited, not sent."""
+    return Prepared(default_lexicon if lexicon is None else _nothing, partial(_evidence_in, lexicon=lexicon))
+
+
+def _nothing() -> None:
+    return None
+
+
 def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
               confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
               scenarios: Path | None = None, models_root: Path | None = None,
               primary_judge: str | None = None, figures: Path | None = None) -> AuditResult:
     """Every metric of the store.
 
-    Where there is a second CPU, the judge audit is computed by a forked child from the moment
-    the data is loaded, and with ``figures`` (a folder) the figures are drawn into it by another
-    from the moment the metrics exist (:class:`forked.Forked`); :func:`report.write_report` waits
-    for the figures. ``seconds["judges"]`` is then the wait for the judge audit. The default
-    lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence).
+    Where there is a second CPU, forked children share the work (:mod:`forked`):
+    - one compiles the default lexicon while the data loads, then finds the harm evidence;
+    - with ``figures`` (a folder), one imports matplotlib while the data loads, then draws the
+      figures into it from the moment the metrics exist; :func:`report.write_report` waits for them;
+    - one computes the judge audit from the moment the data is loaded.
+    ``seconds["judges"]`` is the wait for the judge audit and the evidence. On one CPU, the
+    lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence). The
+    cycle collector is paused meanwhile (:func:`collector.collector_paused`).
     """
+    with collector_paused():
+        return _run_audit(db, n_resamples=n_resamples, seed=seed, confidence=confidence, lexicon=lexicon,
+                          scenarios=scenarios, models_root=models_root, primary_judge=primary_judge,
+                          figures=figures)
+
+
+def _run_audit(db: str | Path, *, n_resamples: int, seed: int, confidence: float, lexicon: Lexicon | None,
+               scenarios: Path | None, models_root: Path | None, primary_judge: str | None,
+               figures: Path | None) -> AuditResult:
     seconds = {}
     start = time.perf_counter()
     store = open_store(db, readonly=True)
-    jobs: list[Forked[Any] | Drawing] = []
+    drawing = Drawing(figures) if figures is not None else None
+    finding = _finding_evidence(lexicon)
+    jobs: list[Forked[Any] | Prepared[Any] | Drawing] = [finding] + ([drawing] if drawing else [])
     try:
-        data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root)
+        stored = read_judgments(store)
+        data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root,
+                                judgments=stored)
         seconds["load"] = time.perf_counter() - start
         judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
         jobs.append(judging)
@@ -84,15 +123,17 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         except ValueError as exc:
             raise AuditInputError(f"{store.path}: {exc}") from None
         seconds["metrics"] = time.perf_counter() - start
-        drawing = Drawing(metrics, figures, data.synthetic) if figures is not None else None
         if drawing is not None:
-            jobs.append(drawing)
-        evidence = harm_evidence(store, metrics, lexicon)
+            drawing.start(metrics, data.synthetic)
+        finding.start(store.path, {h.run_id: h.excess_turns for h in metrics.harm_runs.values()
+                                   if h.over_harm})
         start = time.perf_counter()
-        followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                    judgments=stored)
         seconds["followups"] = time.perf_counter() - start
         start = time.perf_counter()
         judges = judging.result()
+        evidence = finding.result()
         seconds["judges"] = time.perf_counter() - start
     except BaseException:
         for job in jobs:

@@ -270,7 +270,7 @@ def write_report(result: AuditResult, folder: str | Path) -> ReportFiles:
     folder.mkdir(parents=True, exist_ok=True)
     drawing = result.drawing
     if drawing is None or drawing.folder != folder / "figures":
-        drawing = Drawing(result.metrics, folder / "figures", result.data.synthetic)
+        drawing = Drawing(folder / "figures").start(result.metrics, result.data.synthetic)
     report = folder / "report.md"
     report.write_text(markdown(result, drawing.paths, folder), encoding="utf-8")
     summary_path = folder / "summary.json"

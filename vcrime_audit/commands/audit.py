@@ -54,12 +54,13 @@ def audit(
     if db is None:
         fail("pass --db STORE (a store from `vcrime-audit run`/`replay`, or `vcrime-audit audit synth`)")
     _check(resamples)
+    from ..audit.collector import collector_paused
     from ..audit.pipeline import run_audit
     from ..audit.report import write_report
 
     try:
         folder = out or DEFAULT_REPORTS / db.stem
-        with reading_store(db):
+        with reading_store(db), collector_paused():
             result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge,
                                figures=folder / "figures")
             start = time.perf_counter()
