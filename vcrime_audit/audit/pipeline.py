@@ -79,6 +79,7 @@ def _nothing() -> None:
     return None
 
 
+@collector_paused()
 def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
               confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
               scenarios: Path | None = None, models_root: Path | None = None,
@@ -94,15 +95,6 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence). The
     cycle collector is paused meanwhile (:func:`collector.collector_paused`).
     """
-    with collector_paused():
-        return _run_audit(db, n_resamples=n_resamples, seed=seed, confidence=confidence, lexicon=lexicon,
-                          scenarios=scenarios, models_root=models_root, primary_judge=primary_judge,
-                          figures=figures)
-
-
-def _run_audit(db: str | Path, *, n_resamples: int, seed: int, confidence: float, lexicon: Lexicon | None,
-               scenarios: Path | None, models_root: Path | None, primary_judge: str | None,
-               figures: Path | None) -> AuditResult:
     seconds = {}
     start = time.perf_counter()
     store = open_store(db, readonly=True)
