@@ -20,6 +20,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .cassette import Cassette, RecordMode
 from .cassette.persist import cassette_exists, journal_path
+from .collector import young_collections_only
 from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
 from .ids import MAX_SEED, IdError, check_id
@@ -206,7 +207,8 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
             on_run(outcome)
 
     try:
-        await asyncio.gather(*(one(c) for c in pending))
+        with young_collections_only():  # the worlds in flight are not walked again and again
+            await asyncio.gather(*(one(c) for c in pending))
     finally:
         if owned and backend is not None:
             await backend.aclose()

@@ -9,8 +9,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..collector import collector_paused
 from ..harm import Lexicon, classify, default_lexicon
-from .collector import collector_paused
 from .figures import Drawing
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit

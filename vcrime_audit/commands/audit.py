@@ -54,9 +54,9 @@ def audit(
     if db is None:
         fail("pass --db STORE (a store from `vcrime-audit run`/`replay`, or `vcrime-audit audit synth`)")
     _check(resamples)
-    from ..audit.collector import collector_paused
     from ..audit.pipeline import run_audit
     from ..audit.report import write_report
+    from ..collector import collector_paused
 
     try:
         folder = out or DEFAULT_REPORTS / db.stem

@@ -1,0 +1,66 @@
+"""collector: the cycle collector paused, or kept to young objects, inside a block, and as it was
+after (an error included)."""
+
+import gc
+import weakref
+
+import pytest
+
+from vcrime_audit.collector import OLD_GENERATION_NEVER, collector_paused, young_collections_only
+
+
+class Node:
+    pass
+
+
+def cycle() -> tuple[Node, weakref.ref]:
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return a, weakref.ref(a)
+
+
+def allocate(n: int) -> None:
+    keep = [{} for _ in range(n)]  # containers: each counts as an allocation for the collector
+    del keep
+
+
+def test_paused_inside_and_restored_after_an_error():
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        assert not gc.isenabled()
+        raise KeyError("fails inside")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled(), "left off when it was off"
+    finally:
+        gc.enable()
+
+
+def test_a_cycle_made_while_paused_outlives_any_allocation_and_is_collected_after():
+    with collector_paused():
+        node, alive = cycle()
+        del node
+        allocate(20_000)
+        assert alive() is not None
+    gc.collect()
+    assert alive() is None
+
+
+def test_young_collections_only_collect_young_cycles_and_leave_old_ones():
+    before = gc.get_threshold()
+    old, old_alive = cycle()
+    gc.collect()  # `old` survives a full collection: it is in the old generation now
+    with pytest.raises(KeyError), young_collections_only(threshold=100):
+        assert gc.get_threshold() == (100, before[1], OLD_GENERATION_NEVER)
+        young, young_alive = cycle()
+        del young, old
+        allocate(20_000)
+        assert young_alive() is None, "a young cycle is collected automatically"
+        assert old_alive() is not None, "the old generation is not walked"
+        raise KeyError("fails inside")
+    assert gc.get_threshold() == before
+    gc.collect()
+    assert old_alive() is None
