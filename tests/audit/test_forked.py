@@ -112,7 +112,7 @@ def _nothing() -> None:
 
 
 def test_cancel_stops_a_prepared_child_before_or_after_start():
-    waiting = Prepared(_nothing, os.getpid)
+    waiting = Prepared(None, os.getpid)  # nothing to prepare
     child = waiting._child
     waiting.cancel()
     assert child.exitcode in (0, -signal.SIGTERM)

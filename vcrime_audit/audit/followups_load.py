@@ -95,11 +95,11 @@ def rejudged_turns(judgments: Iterable[StoredJudgment], runs: Container[str]) ->
         elif source == "rejudge" and run_id in runs:
             by_judge.setdefault(judge, []).append(row)  # in run and turn order, as read
     rejudges = [row for judge in sorted(by_judge, key=_sql_order) for row in by_judge[judge]]
-    new, none = tuple.__new__, (None,)
-    return [new(RejudgedTurn, (run_id, turn, judge, "", None, None, nf, bool(risky)) if lv is None else (
-        run_id, turn, judge, lv[2] or "", lv[5], None if lv[4] is None else bool(lv[4]), nf, bool(risky)))
-        for run_id, turn, judge, _, risky, nf, *_ in rejudges
-        for lv in live.get((run_id, turn), none)]
+    new, unmatched = tuple.__new__, ((None,) * 8,)  # LEFT JOIN: an all-NULL live row
+    return [new(RejudgedTurn, (run_id, turn, judge, lv[2] or "", lv[5],
+                               None if lv[4] is None else bool(lv[4]), nf, bool(risky)))
+            for run_id, turn, judge, _, risky, nf, *_ in rejudges
+            for lv in live.get((run_id, turn), unmatched)]
 
 
 def load_followup_rows(store: Store, judgments: Iterable[StoredJudgment] | None = None) -> FollowupRows:

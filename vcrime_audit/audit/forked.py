@@ -34,11 +34,12 @@ def _answer(send: Any, function: Callable[..., Any], args: tuple, kwargs: dict[s
     send.close()
 
 
-def _prepare_then_answer(prepare: Callable[[], Any], arguments: Any, parents_end: Any, send: Any,
+def _prepare_then_answer(prepare: Callable[[], Any] | None, arguments: Any, parents_end: Any, send: Any,
                          function: Callable[..., Any]) -> None:
     parents_end.close()  # else the arguments pipe never ends here: this child would hold it open
     try:
-        prepare()
+        if prepare is not None:
+            prepare()
     except Exception:  # noqa: BLE001, S110 -- only a head start: the function does it again if it must
         pass
     try:
@@ -112,13 +113,13 @@ class Forked(_Child[T]):
 
 
 class Prepared(_Child[T]):
-    """A child forked now that runs ``prepare()`` at once (imports, compiling: work that needs no
-    input), then computes ``function(*args, **kwargs)`` once :meth:`start` sends it the arguments.
+    """A child forked now that runs ``prepare()`` (if given) at once (imports, compiling: work that
+    needs no input), then computes ``function(*args, **kwargs)`` once :meth:`start` sends it the arguments.
     Without :func:`can_fork`, nothing is prepared and the function is computed here when
     :meth:`result` is first asked for. ``prepare`` must change nothing the function's value depends
     on: a failure there is ignored."""
 
-    def __init__(self, prepare: Callable[[], Any], function: Callable[..., T]) -> None:
+    def __init__(self, prepare: Callable[[], Any] | None, function: Callable[..., T]) -> None:
         super().__init__()
         self._function = function
         self._send_arguments: Any = None

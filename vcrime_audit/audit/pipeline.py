@@ -72,11 +72,7 @@ def _evidence_in(db: str | Path, flagged: Mapping[str, Sequence[int]],
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
     """:func:`harm_evidence`, by a child that compiles the default lexicon (when it is the one)
     while the audit loads; the lexicon given is inherited, not sent."""
-    return Prepared(default_lexicon if lexicon is None else _nothing, partial(_evidence_in, lexicon=lexicon))
-
-
-def _nothing() -> None:
-    return None
+    return Prepared(default_lexicon if lexicon is None else None, partial(_evidence_in, lexicon=lexicon))
 
 
 @collector_paused()

@@ -42,7 +42,7 @@ class JudgmentRow(NamedTuple):
     catastrophic: float
 
 
-StoredJudgment = tuple[str, int, str, str, "int | None", "float | None", "float | None", "str | None"]
+StoredJudgment = tuple[str, int, str, str, int | None, float | None, float | None, str | None]
 """A row of the judgments table as ``load.read_judgments`` reads it: run_id, turn, judge, source,
 risky, non_failure, catastrophic (None where empty), and the distribution only where a rate is
 empty. A plain tuple: 150,000 rows wrapped in a NamedTuple cost more than reading them twice."""
