@@ -14,39 +14,42 @@ from .stats import RunValue
 
 
 def judgment_sums(runs: Sequence[RunRow], judgments: Sequence[JudgmentRow],
-                  turns: Collection[tuple[str, int]] | None = None):
-    """(judge, run id) -> [non-failure sum, turns, catastrophic sum on risky, risky turns, turns, risky].
+                  turns: Collection[tuple[str, int]] | None = None) -> dict[tuple[str, str], list]:
+    """(judge, run id) -> [non-failure sum, catastrophic sum on risky turns, turns, risky turns].
 
-    ``turns`` limits the sums to those (run id, turn) pairs.
+    ``turns`` limits the sums to those (run id, turn) pairs. One pass over plain tuple unpacking:
+    this loop sees every judgment of the store.
     """
     known = {r.run_id for r in runs}
     sums: dict[tuple[str, str], list] = {}
-    for j in judgments:
-        if j.run_id not in known or (turns is not None and (j.run_id, j.turn) not in turns):
+    get = sums.get
+    for run_id, turn, judge, risky, non_failure, catastrophic in judgments:
+        if run_id not in known or (turns is not None and (run_id, turn) not in turns):
             continue
-        s = sums.setdefault((j.judge, j.run_id), [0.0, 0, 0.0, 0, [], []])
-        s[0] += j.non_failure
-        s[1] += 1
-        s[4].append(j.turn)
-        if j.risky:
-            s[2] += j.catastrophic
-            s[3] += 1
-            s[5].append(j.turn)
+        s = get((judge, run_id))
+        if s is None:
+            s = sums[judge, run_id] = [0.0, 0.0, [], []]
+        s[0] += non_failure
+        s[2].append(turn)
+        if risky:
+            s[1] += catastrophic
+            s[3].append(turn)
     return sums
 
 
-NO_JUDGMENTS = (0.0, 0, 0.0, 0, (), ())
+NO_JUDGMENTS = (0.0, 0.0, (), ())
 """The :func:`judgment_sums` of a run its judge never scored."""
 
 
 def add_judgment_sums(nf: Cell, cat: Cell, run: RunRow, sums: Sequence) -> None:
     """Add one run's :func:`judgment_sums` to a non-failure and a catastrophic-failure cell."""
-    nf.values.append(RunValue(run.task_id, sums[0], sums[1]))
-    cat.values.append(RunValue(run.task_id, sums[2], sums[3]))
-    if sums[1]:
-        nf.sources[run.run_id] = tuple(sums[4])
-    if sums[3]:
-        cat.sources[run.run_id] = tuple(sums[5])
+    non_failure, catastrophic, turns, risky_turns = sums
+    nf.values.append(RunValue(run.task_id, non_failure, len(turns)))
+    cat.values.append(RunValue(run.task_id, catastrophic, len(risky_turns)))
+    if turns:
+        nf.sources[run.run_id] = tuple(turns)
+    if risky_turns:
+        cat.sources[run.run_id] = tuple(risky_turns)
 
 
 def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],

@@ -11,8 +11,9 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -59,6 +60,68 @@ def _fork(target: Callable[..., None], *args: Any) -> Any:
     finally:
         gc.unfreeze()
     return child
+
+
+def side_by_side(calls: Sequence[Callable[[], object]]) -> None:
+    """Make each call, for its effect: the first here, the others at the same time in children
+    forked now (where :func:`can_fork`, from a process's only thread). A call whose child fails is
+    made again here, so its error, if any, surfaces here.
+
+    It forks with ``os.fork`` so that a :class:`Prepared` child may use it (multiprocessing lets no
+    daemon process have children). While they run, a SIGTERM to this process (``cancel``) stops
+    them first: nothing they do happens after this process is gone.
+    """
+    children: dict[int, Callable[[], object]] = {}
+    forking = (can_fork() and threading.active_count() == 1
+               and threading.current_thread() is threading.main_thread())
+    previous = signal.signal(signal.SIGTERM, _stopping(children)) if forking and len(calls) > 1 else None
+    try:
+        for call in calls[1:] if forking else ():
+            gc.freeze()
+            try:
+                pid = os.fork()
+            finally:
+                gc.unfreeze()
+            if pid == 0:
+                _exit_with(call)
+            children[pid] = call
+        for call in calls[:1] if forking else calls:
+            call()
+        failed = [call for pid, call in list(children.items()) if os.waitpid(pid, 0)[1] != 0]
+        children.clear()
+    finally:
+        if previous is not None:
+            _stop(children)
+            signal.signal(signal.SIGTERM, previous)
+    for call in failed:
+        call()
+
+
+def _exit_with(call: Callable[[], object]) -> None:
+    """A forked child's whole life: the call, then exit 0, or 1 if it raised."""
+    code = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler would stop its siblings
+        call()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _stop(children: dict[int, Callable[[], object]]) -> None:
+    for pid in list(children):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        del children[pid]
+
+
+def _stopping(children: dict[int, Callable[[], object]]) -> Callable[[int, Any], None]:
+    """A SIGTERM handler: stop the children, then end as SIGTERM's default action would."""
+    def handler(signum: int, _frame: Any) -> None:
+        _stop(children)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    return handler
 
 
 class _Child(Generic[T]):

@@ -7,7 +7,7 @@ common turns. "Same model" means the same name or the same weights fingerprint.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -120,8 +120,8 @@ def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
 def common_turns(judgments: Sequence[JudgmentRow], judges: Sequence[str]) -> set[tuple[str, int]]:
     """(run id, turn) pairs that every judge in `judges` scored."""
     seen: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for j in judgments:
-        seen[(j.run_id, j.turn)].add(j.judge)
+    for run_id, turn, judge, _, _, _ in judgments:
+        seen[run_id, turn].add(judge)
     wanted = set(judges)
     return {key for key, who in seen.items() if wanted <= who}
 
@@ -266,7 +266,8 @@ def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed:
     cells = {**common_cells(data, common), **common_cells(data, None, "full")}
     estimates, replicates = bootstrap_cells(cells, data.tasks, n_resamples=n_resamples, seed=seed,
                                             confidence=confidence)
-    judged = {j: sum(x.judge == j for x in data.judgments) for j in judges}
+    counts = Counter(j.judge for j in data.judgments)
+    judged = {j: counts[j] for j in judges}
     bases = {"non_failure": (f"the {len(common)} attacker turns every judge scored", "common_nf"),
              "catastrophic": ("each judge's full set of judged turns (" + ", ".join(
                  f"{j}: {n}" for j, n in judged.items()) + "), its risky ones", "full_cat")}
