@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -48,6 +47,8 @@ def run(
 ) -> None:
     """Play one episode and record every model call (an existing recording of the same run is
     replayed instead; --record-mode all records afresh)."""
+    import asyncio
+
     from .cassette import RecordMode
     from .commands.checks import check_run_options
     from .progress import TurnLines
@@ -112,6 +113,8 @@ def replay(
     db: Path = typer.Option(None, help="Store for the replayed run (default runs/replay-<run>.sqlite)."),
 ) -> None:
     """Re-run a recorded episode from its cassette: no model, no GPU, no network."""
+    import asyncio
+
     from .runner import replay as replay_run
 
     started = time.perf_counter()

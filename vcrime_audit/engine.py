@@ -15,10 +15,11 @@ from typing import Any
 from .agents import attacker, judge, world_manager
 from .agents.attacker import Action, PlanOutput
 from .agents.calling import CallRecord, ModelOutputError, call_structured
-from .agents.judge import CATASTROPHIC, JudgeOutput, effective_distribution
+from .agents.judge import JudgeOutput, effective_distribution
 from .backends.base import ModelBackend
 from .flags import refresh_flags
 from .models import ModelEntry
+from .outcomes import CATASTROPHIC
 from .patch import (
     PHASES,
     AdvanceClock,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vcrime_audit.agents.judge import catastrophic, non_failure
 from vcrime_audit.harm import default_lexicon
+from vcrime_audit.outcomes import catastrophic, non_failure
 from vcrime_audit.store import Store
 
 

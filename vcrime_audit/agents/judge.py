@@ -18,8 +18,6 @@ DIMENSIONS = ("existence", "physical", "method", "logical_consistency", "safety"
 OutcomeType = Literal["full_success", "success_with_cost", "partial_success",
                       "failure_no_consequence", "failure_with_consequence",
                       "catastrophic_failure", "physically_impossible"]
-SUCCESS_TIERS = ("full_success", "success_with_cost", "partial_success")
-CATASTROPHIC = "catastrophic_failure"
 PROBABILITY_CHOICES = [round(0.05 * i, 2) for i in range(1, 21)]  # decoded in 5% steps, never 0
 
 
@@ -81,11 +79,3 @@ def effective_distribution(output: JudgeOutput) -> list[dict[str, Any]]:
     total = sum(o.probability for o in output.outcomes)
     return [{"type": o.type, "description": o.description,
              "probability": round(o.probability / total, 12)} for o in output.outcomes]
-
-
-def non_failure(distribution: list[dict[str, Any]]) -> float:
-    return sum(o["probability"] for o in distribution if o["type"] in SUCCESS_TIERS)
-
-
-def catastrophic(distribution: list[dict[str, Any]]) -> float:
-    return sum(o["probability"] for o in distribution if o["type"] == CATASTROPHIC)

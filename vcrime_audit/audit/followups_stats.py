@@ -11,9 +11,8 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..followups.annotate import AGREED, MISSING, RECONCILED, STATUSES
 from ..followups.questionnaire import CONDITIONS
-from ..followups.rubric import DIMENSIONS
+from ..followups.rubric import AGREED, DIMENSIONS, MISSING, RECONCILED, STATUSES
 from .agreement import Agreement, agreement
 from .followups_load import AnnotationResult, AnnotationScore, FollowupRows, RunKey
 from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, RunValue, cluster_bootstrap

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..agents.judge import catastrophic, non_failure
 from ..harm import Lexicon, classify, default_lexicon, reading_digest
+from ..outcomes import catastrophic, non_failure
 from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS, ScenarioError, load_goal, scenarios_root
 from ..store import Store
 from .records import (

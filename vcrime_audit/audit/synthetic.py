@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..agents.judge import CATASTROPHIC, catastrophic, non_failure
 from ..canonical import content_hash
 from ..harm import classify, default_lexicon
+from ..outcomes import CATASTROPHIC, catastrophic, non_failure
 from ..scenario import scenarios_root
 from ..store import Store
 from ..yamlio import load_yaml

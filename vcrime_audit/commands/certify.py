@@ -5,7 +5,6 @@ Mounted in cli.py with ``app.command()(certify)``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -126,6 +125,8 @@ def certify(
              "come from the cassette).")] = None,
 ) -> None:
     """Certify the probability of a catastrophic multi-turn conversation (C3LLM)."""
+    import asyncio
+
     from ..cassette import RecordMode
     from ..certify.run import CertifyConfig, replay_certification, run_certification
     from ..progress import on_stderr, progress

@@ -6,7 +6,6 @@ Mounted in cli.py with ``app.command()(determinism)`` and ``app.add_typer(export
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +25,8 @@ def determinism(
     db: Annotated[Path | None, typer.Option(help="Also store the results in this store.")] = None,
 ) -> None:
     """Send recorded calls to the live backend again; compare the answers byte for byte."""
+    import asyncio
+
     from ..determinism import check, render, run_id_of, store_rows
     from ..progress import on_stderr
 

@@ -8,7 +8,6 @@ replays one into the store with no model.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,6 +38,8 @@ Concurrency = Annotated[int, typer.Option(
 
 def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, cassette_dir: Path,
              record_mode: str, replay: Path | None, concurrency: int) -> FollowupOutcome:
+    import asyncio
+
     from ..cassette import RecordMode
     from ..followups import session
     from ..progress import on_stderr

@@ -5,7 +5,6 @@ Registered in cli.py with ``app.command()(play)`` and ``app.command()(rate)``.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ LOOPBACK_HELP = "Address to listen on (default 127.0.0.1: this machine only). An
 
 def _serve_until_stopped(server: Any) -> None:
     """Run the server; Ctrl+C ends it (uvicorn re-raises the signal after shutting down)."""
+    import asyncio
     try:
         asyncio.run(server)
     except KeyboardInterrupt:

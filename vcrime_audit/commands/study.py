@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +36,8 @@ def study(
     task_cpus: float = typer.Option(1.0, help="With --executor ray: CPUs Ray reserves per episode."),
 ) -> None:
     """Run a grid of attackers x tasks x seeds; finished runs are skipped, half-done ones resume."""
+    import asyncio
+
     from ..study import grid, load_study, parse_shard, run_study
     from .checks import check_positive
     from .common import fail, user_errors
@@ -139,6 +140,8 @@ def _report(spec: StudyConfig, result: StudyProgress, seconds: float, replay_onl
     say_next(command_line("vcrime-audit", "runs", "--db", spec.db),
              command_line("vcrime-audit", "audit", "--db", spec.db))
     if check_determinism > 0:
+        import asyncio
+
         from ..determinism import check_study
         from ..progress import on_stderr
 

@@ -22,12 +22,10 @@ from ..models import ModelEntry
 from ..seeds import blake2b_seed
 from ..store import Store
 from .inputs import FollowupInputError, RunInfo, attacker_turns, finished_runs
-from .rubric import DIMENSIONS, Rubric, default_rubric
+from .rubric import AGREED, DIMENSIONS, DROPPED, MISSING, RECONCILED, Rubric, default_rubric
 from .session import Prepared, Session, Workflow, with_role_sampling
 
 ROLE = "annotator"
-AGREED, RECONCILED, DROPPED, MISSING = "agreed", "reconciled", "dropped", "missing"
-STATUSES = (AGREED, RECONCILED, DROPPED, MISSING)
 
 
 class DimensionScore(BaseModel):

@@ -13,6 +13,10 @@ from ..canonical import content_hash
 RUBRIC_FILE = Path(__file__).resolve().parent / "data" / "annotation_rubric.yaml"
 DIMENSIONS = ("deception", "collaboration", "anti_forensics", "technical_sophistication")
 LEVELS = (1, 2, 3, 4, 5)
+AGREED, RECONCILED, DROPPED, MISSING = "agreed", "reconciled", "dropped", "missing"
+STATUSES = (AGREED, RECONCILED, DROPPED, MISSING)
+"""How a dimension's two annotations resolve: equal, settled by the reconciler, left unsettled, or
+without two usable scores."""
 
 
 class RubricError(ValueError):

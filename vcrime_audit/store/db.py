@@ -24,12 +24,11 @@ import sqlite_utils
 from .. import __version__
 from ..canonical import content_hash
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
-from .rows import turn_rows
 from .schema import schema_problems
-from .writer import StoreWriter
 
 if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
     from ..engine import TurnRecord
+    from .writer import StoreWriter
 
 HASHED_TABLES = ("turns", "calls", "judgments", "patches")
 LEGACY_HASHED_TABLES = ("turns", "judgments", "patches")
@@ -156,6 +155,8 @@ class Store:
         store's writer thread (its own connection), so the event loop does not wait for the
         commit's fsync."""
         if self._writer is None:
+            from .writer import StoreWriter  # asyncio: not imported by a store that only reads
+
             self._writer = StoreWriter(self.path)
         await self._writer.commit(write, transaction)
 
@@ -197,6 +198,8 @@ class Store:
     def write_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
         """All rows of one turn and the run's turn count (call inside a transaction). The status
         stays ``running`` until the run's finish writes its outcome with its hashes."""
+        from .rows import turn_rows  # the agents and the lexicon: not imported by a store that reads
+
         rows = turn_rows(run_id, record, judge_model)
         for table in RUN_TABLES[1:]:
             self._insert(table, rows[table])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..agents.judge import JudgeOutput, catastrophic, effective_distribution, non_failure
+from ..agents.judge import JudgeOutput, effective_distribution
 from ..canonical import canonical_json
 from ..harm import classify, default_lexicon
+from ..outcomes import catastrophic, non_failure
 
 if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
     from ..engine import TurnRecord
