@@ -22,7 +22,8 @@ ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # schemas built on first use: a command that validates no world (the audit) never builds them
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class WorldObject(Strict):
