@@ -4,7 +4,6 @@ median across judges and pairwise differences with Holm-adjusted p-values."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -83,10 +82,16 @@ def bootstrap_cells(cells: Mapping[str, Cell], tasks: Sequence[Hashable], *, n_r
 
 
 def nanmedian_rows(matrix: np.ndarray) -> np.ndarray:
-    """Median across columns per row, ignoring NaN; NaN where a row has no value."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(matrix, axis=1)
+    """Median across columns per row, ignoring NaN; NaN where a row has no value. The values of
+    ``np.nanmedian(matrix, axis=1)``, from one sort of the whole matrix (NaN sorts last) instead of
+    numpy's masked-array path, which costs ~2 ms per 10,000-row call."""
+    ordered = np.sort(np.asarray(matrix, dtype=float), axis=1)
+    counts = (~np.isnan(ordered)).sum(axis=1)
+    out = np.full(ordered.shape[0], np.nan)
+    rows = np.flatnonzero(counts)
+    low, high = (counts[rows] - 1) // 2, counts[rows] // 2
+    out[rows] = (ordered[rows, low] + ordered[rows, high]) / 2 + 0.0  # + 0.0: -0.0 -> 0.0, as numpy
+    return out
 
 
 def median_estimate(key: str, parts: Sequence[str], estimates: Mapping[str, Estimate],
