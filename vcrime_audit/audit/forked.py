@@ -72,9 +72,10 @@ def side_by_side(calls: Sequence[Callable[[], object]]) -> None:
     them first: nothing they do happens after this process is gone.
     """
     children: dict[int, Callable[[], object]] = {}
-    forking = (can_fork() and threading.active_count() == 1
+    forking = (can_fork() and len(calls) > 1 and threading.active_count() == 1
                and threading.current_thread() is threading.main_thread())
-    previous = signal.signal(signal.SIGTERM, _stopping(children)) if forking and len(calls) > 1 else None
+    previous = signal.signal(signal.SIGTERM, _stopping(children)) if forking else None
+    failed: list[Callable[[], object]] = []
     try:
         for call in calls[1:] if forking else ():
             gc.freeze()
@@ -87,12 +88,15 @@ def side_by_side(calls: Sequence[Callable[[], object]]) -> None:
             children[pid] = call
         for call in calls[:1] if forking else calls:
             call()
-        failed = [call for pid, call in list(children.items()) if os.waitpid(pid, 0)[1] != 0]
-        children.clear()
+        for pid in list(children):
+            status = os.waitpid(pid, 0)[1]
+            call = children.pop(pid)
+            if status:
+                failed.append(call)
     finally:
-        if previous is not None:
+        if forking:
             _stop(children)
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     for call in failed:
         call()
 
@@ -109,10 +113,14 @@ def _exit_with(call: Callable[[], object]) -> None:
 
 
 def _stop(children: dict[int, Callable[[], object]]) -> None:
+    """Kill and reap the children not yet waited for (one may have ended meanwhile)."""
     for pid in list(children):
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        del children[pid]
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        children.pop(pid, None)
 
 
 def _stopping(children: dict[int, Callable[[], object]]) -> Callable[[int, Any], None]:
