@@ -15,8 +15,8 @@ DIMENSIONS = ("deception", "collaboration", "anti_forensics", "technical_sophist
 LEVELS = (1, 2, 3, 4, 5)
 AGREED, RECONCILED, DROPPED, MISSING = "agreed", "reconciled", "dropped", "missing"
 STATUSES = (AGREED, RECONCILED, DROPPED, MISSING)
-"""How a dimension's two annotations resolve: equal, settled by the reconciler, left unsettled, or
-without two usable scores."""
+"""How one dimension's two annotations resolve (``annotate.resolve``): equal in round 1, equal after
+reconciliation, still apart after it, or an answer missing in a round that was needed."""
 
 
 class RubricError(ValueError):
