@@ -90,7 +90,10 @@ def nanmedian_rows(matrix: np.ndarray) -> np.ndarray:
     out = np.full(ordered.shape[0], np.nan)
     rows = np.flatnonzero(counts)
     low, high = (counts[rows] - 1) // 2, counts[rows] // 2
-    out[rows] = (ordered[rows, low] + ordered[rows, high]) / 2 + 0.0  # + 0.0: -0.0 -> 0.0, as numpy
+    with np.errstate(over="ignore"):  # numpy's own median overflows there too (1e308 -> inf)
+        # numpy's mean of the two middle values (one value twice for an odd count): a sum that
+        # starts at 0.0 (so -0.0 comes out 0.0), halved
+        out[rows] = (0.0 + ordered[rows, low] + ordered[rows, high]) / 2
     return out
 
 
