@@ -13,7 +13,8 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -50,15 +51,22 @@ def _prepare_then_answer(prepare: Callable[[], Any] | None, arguments: Any, pare
     _answer(send, function, args, kwargs)
 
 
-def _fork(target: Callable[..., None], *args: Any) -> Any:
-    """A started child. The parent's objects are frozen meanwhile, so that the child's cycle
+@contextmanager
+def _frozen() -> Iterator[None]:
+    """Fork inside this: the parent's objects are frozen meanwhile, so that the child's cycle
     collector never walks (and so copies) the pages it inherited (Python's gc.freeze docs)."""
-    child = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
     gc.freeze()
     try:
-        child.start()
+        yield
     finally:
         gc.unfreeze()
+
+
+def _fork(target: Callable[..., None], *args: Any) -> Any:
+    """A started child (:func:`_frozen`)."""
+    child = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
+    with _frozen():
+        child.start()
     return child
 
 
@@ -78,11 +86,8 @@ def side_by_side(calls: Sequence[Callable[[], object]]) -> None:
     failed: list[Callable[[], object]] = []
     try:
         for call in calls[1:] if forking else ():
-            gc.freeze()
-            try:
+            with _frozen():
                 pid = os.fork()
-            finally:
-                gc.unfreeze()
             if pid == 0:
                 _exit_with(call)
             children[pid] = call
