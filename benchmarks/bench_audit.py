@@ -4,7 +4,7 @@ Store: 8 attackers x 40 tasks x 3 seeds, 4 judges (``vcrime_audit.audit.syntheti
 Both are timed as fresh processes, interleaved, best of ``--repeats``:
 - read: ``python -c`` that opens the store with plain sqlite3 and fetches every row of every table;
 - audit: ``python -m vcrime_audit.cli audit --db STORE --out DIR`` -- all metrics, the judge audit,
-  10,000 task resamples, every pairwise difference, report.md, summary.json, lineage.json, 3 PNGs.
+  10,000 task resamples, every pairwise difference, report.md, summary.json, lineage.json, 3 SVG figures.
 ratio = audit / read (issue 12's target: <= 3), in wall time and in CPU time (user + system of the
 process and its children: on a shared machine wall time also counts waiting for other processes).
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +22,8 @@ DEMO_TASK = "robotics_company__data_theft"
 # model's turn on it takes about 2 minutes here instead of about 6 on the demo map.
 TINY_SCENARIOS = Path(__file__).resolve().parent / "data" / "tiny_scenarios"
 TINY_TASK = "corner_shop__prank"
+SHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "screenshots"
+CHROMIUM = os.environ.get("VCRIME_CHROMIUM", "/usr/bin/chromium")
 
 
 @contextmanager
@@ -128,3 +132,25 @@ def pytest_xdist_make_scheduler(config, log):
             return work_unit(nodeid)
 
     return ByGroup(config, log)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A real headless Chromium (Debian's package, driven by Playwright)."""
+    if os.environ.get("VCRIME_SKIP_BROWSER") == "1":
+        pytest.skip("VCRIME_SKIP_BROWSER=1")
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"no Chromium at {CHROMIUM}; fix: apt-get install -y chromium (scripts/install.sh "
+                    "does it as root) or set VCRIME_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def shots() -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS

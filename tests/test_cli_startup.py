@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("numpy", "scipy", "matplotlib", "torch", "llama_cpp", "transformers", "vllm", "outlines",
+HEAVY = ("numpy", "scipy", "torch", "llama_cpp", "transformers", "vllm", "outlines",
          "sentence_transformers", "httpx2")
 
 

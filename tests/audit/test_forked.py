@@ -1,6 +1,5 @@
 """Forked and Prepared: a child's value is the value computed here; a failure surfaces here; cancel
-stops it; Prepared's arguments reach a child that is still preparing. side_by_side: every call made
-once, in its own process, a failed one again here, none left running after a cancel."""
+stops it; Prepared's arguments reach a child that is still preparing."""
 
 from __future__ import annotations
 
@@ -9,14 +8,12 @@ import os
 import signal
 import threading
 import time
-from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from vcrime_audit.audit import forked
-from vcrime_audit.audit.forked import Forked, Prepared, side_by_side
+from vcrime_audit.audit.forked import Forked, Prepared
 
 
 def resample(seed: int, size: int) -> np.ndarray:
@@ -125,105 +122,3 @@ def test_cancel_stops_a_prepared_child_before_or_after_start():
     busy.cancel()
     assert child.exitcode == -signal.SIGTERM, "terminated, not waited for"
     assert multiprocessing.active_children() == []
-
-
-def mark(folder: str, name: str) -> None:
-    Path(folder, name).write_text(str(os.getpid()))
-
-
-def marks(folder: Path, names: str) -> list[int]:
-    return [int((folder / n).read_text()) for n in names]
-
-
-def test_side_by_side_makes_each_call_in_its_own_process(tmp_path):
-    # from a Forked child: a process whose only thread may fork (this test runner has others)
-    job = Forked(side_by_side, [partial(mark, str(tmp_path), n) for n in "abc"])
-    caller = job._child.pid
-    job.result()
-    pids = marks(tmp_path, "abc")
-    assert pids[0] == caller, "the first call is made by the caller"
-    assert len(set(pids)) == 3 and os.getpid() not in pids
-
-
-def fails_once(folder: str, name: str) -> None:
-    flag = Path(folder, "fail-once")
-    if flag.exists():
-        flag.unlink()
-        raise RuntimeError("the first try fails")
-    mark(folder, name)
-
-
-def test_a_call_whose_child_failed_is_made_again_by_the_caller(tmp_path):
-    (tmp_path / "fail-once").write_text("")
-    job = Forked(side_by_side, [partial(mark, str(tmp_path), "a"), partial(fails_once, str(tmp_path), "b")])
-    caller = job._child.pid
-    job.result()
-    assert not (tmp_path / "fail-once").exists(), "the forked try ran, and failed"
-    assert marks(tmp_path, "ab") == [caller, caller]
-
-
-def fails_everywhere() -> None:
-    raise KeyError("no such figure")
-
-
-def test_an_error_in_any_call_surfaces_in_the_caller(tmp_path):
-    with pytest.raises(KeyError, match="no such figure"):
-        Forked(side_by_side, [partial(mark, str(tmp_path), "a"), fails_everywhere]).result()
-    with pytest.raises(KeyError, match="no such figure"):
-        Forked(side_by_side, [fails_everywhere, partial(mark, str(tmp_path), "b")]).result()
-
-
-def test_one_cpu_makes_every_call_here(tmp_path, monkeypatch):
-    monkeypatch.setattr(forked.os, "cpu_count", lambda: 1)
-    side_by_side([partial(mark, str(tmp_path), n) for n in "ab"])
-    assert marks(tmp_path, "ab") == [os.getpid(), os.getpid()]
-
-
-def sleeps_after_marking(folder: str, name: str = "sleeper") -> None:
-    mark(folder, name)
-    time.sleep(600)
-    mark(folder, "woke")
-
-
-def marked(folder: Path, name: str) -> int:
-    deadline = time.monotonic() + 20
-    while not (folder / name).exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return int((folder / name).read_text())
-
-
-def alive(pid: int) -> bool:
-    """Running: neither gone nor a zombie (dead, not yet waited for)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def test_cancel_stops_the_callers_children_too(tmp_path):
-    job = Forked(side_by_side, [partial(time.sleep, 600), partial(sleeps_after_marking, str(tmp_path))])
-    sleeper = marked(tmp_path, "sleeper")
-    job.cancel()
-    try:
-        assert not alive(sleeper)
-    finally:
-        if alive(sleeper):
-            os.kill(sleeper, signal.SIGKILL)
-    assert not (tmp_path / "woke").exists()
-
-
-def test_a_child_told_to_stop_stops_alone(tmp_path):
-    job = Forked(side_by_side, [partial(time.sleep, 600), partial(sleeps_after_marking, str(tmp_path), "a"),
-                                partial(sleeps_after_marking, str(tmp_path), "b")])
-    first, second = marked(tmp_path, "a"), marked(tmp_path, "b")
-    try:
-        os.kill(second, signal.SIGTERM)
-        time.sleep(0.5)
-        assert alive(first), "the caller's SIGTERM handler, inherited, stopped a sibling"
-    finally:
-        job.cancel()
-        for pid in (first, second):
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)

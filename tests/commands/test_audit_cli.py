@@ -37,8 +37,8 @@ def test_audit_writes_the_report_and_prints_table_1(store, tmp_path):
     done = runner.invoke(app, ["--db", str(store), "--out", str(out), "--resamples", "300", "--seed", "3"])
     assert done.exit_code == 0, done.output
     assert "SYNTHETIC store" in done.output and "300 resamples, seed 3" in done.output
-    for name in ("report.md", "summary.json", "lineage.json", "figures/judges_non_failure_catastrophic.png",
-                 "figures/over_harm_vs_non_failure.png", "figures/over_harm_task_attacker.png"):
+    for name in ("report.md", "summary.json", "lineage.json", "figures/judges_non_failure_catastrophic.svg",
+                 "figures/over_harm_vs_non_failure.svg", "figures/over_harm_task_attacker.svg"):
         assert (out / name).is_file(), name
     doc = json.loads((out / "summary.json").read_text())
     assert doc["bootstrap"]["seed"] == 3 and doc["bootstrap"]["resamples"] == 300

@@ -1,11 +1,9 @@
-"""A real headless Chromium (Debian's package, driven by Playwright) and `vcrime-audit` servers
-started as the user starts them."""
+"""`vcrime-audit` servers started as the user starts them (the browser is tests/conftest.py's)."""
 
 from __future__ import annotations
 
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,8 +14,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = os.environ.get("VCRIME_CHROMIUM", "/usr/bin/chromium")
 
 
 class Server:
@@ -72,24 +68,3 @@ def serve(tmp_path) -> Iterator:
     yield start
     for server in started:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if os.environ.get("VCRIME_SKIP_BROWSER") == "1":
-        pytest.skip("VCRIME_SKIP_BROWSER=1")
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM}; fix: apt-get install -y chromium (scripts/install.sh "
-                    "does it as root) or set VCRIME_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def shots() -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    return SHOTS

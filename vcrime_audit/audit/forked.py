@@ -11,9 +11,8 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
@@ -68,73 +67,6 @@ def _fork(target: Callable[..., None], *args: Any) -> Any:
     with _frozen():
         child.start()
     return child
-
-
-def side_by_side(calls: Sequence[Callable[[], object]]) -> None:
-    """Make each call, for its effect: the first here, the others at the same time in children
-    forked now (where :func:`can_fork`, from a process's only thread). A call whose child fails is
-    made again here, so its error, if any, surfaces here.
-
-    It forks with ``os.fork`` so that a :class:`Prepared` child may use it (multiprocessing lets no
-    daemon process have children). While they run, a SIGTERM to this process (``cancel``) stops
-    them first: nothing they do happens after this process is gone.
-    """
-    children: dict[int, Callable[[], object]] = {}
-    forking = (can_fork() and len(calls) > 1 and threading.active_count() == 1
-               and threading.current_thread() is threading.main_thread())
-    previous = signal.signal(signal.SIGTERM, _stopping(children)) if forking else None
-    failed: list[Callable[[], object]] = []
-    try:
-        for call in calls[1:] if forking else ():
-            with _frozen():
-                pid = os.fork()
-            if pid == 0:
-                _exit_with(call)
-            children[pid] = call
-        for call in calls[:1] if forking else calls:
-            call()
-        for pid in list(children):
-            status = os.waitpid(pid, 0)[1]
-            call = children.pop(pid)
-            if status:
-                failed.append(call)
-    finally:
-        if forking:
-            _stop(children)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-    for call in failed:
-        call()
-
-
-def _exit_with(call: Callable[[], object]) -> None:
-    """A forked child's whole life: the call, then exit 0, or 1 if it raised."""
-    code = 1
-    try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler would stop its siblings
-        call()
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def _stop(children: dict[int, Callable[[], object]]) -> None:
-    """Kill and reap the children not yet waited for (one may have ended meanwhile)."""
-    for pid in list(children):
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        children.pop(pid, None)
-
-
-def _stopping(children: dict[int, Callable[[], object]]) -> Callable[[int, Any], None]:
-    """A SIGTERM handler: stop the children, then end as SIGTERM's default action would."""
-    def handler(signum: int, _frame: Any) -> None:
-        _stop(children)
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-    return handler
 
 
 class _Child(Generic[T]):

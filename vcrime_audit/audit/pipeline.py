@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
 from ..harm import Lexicon, classify, default_lexicon
-from .figures import Drawing
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .forked import Forked, Prepared
@@ -35,8 +34,6 @@ class AuditResult:
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
     followups: FollowupsAudit | None = None
     """Re-judging, behaviour annotation and interrogation (vcrime_audit.audit.followups_stats)."""
-    drawing: Drawing | None = field(default=None, compare=False, repr=False)
-    """The figures, being drawn since the metrics were ready (``run_audit(figures=...)``)."""
 
 
 def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
@@ -79,13 +76,11 @@ def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]
 def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
               confidence: float = DEFAULT_CONFIDENCE, lexicon: Lexicon | None = None,
               scenarios: Path | None = None, models_root: Path | None = None,
-              primary_judge: str | None = None, figures: Path | None = None) -> AuditResult:
+              primary_judge: str | None = None) -> AuditResult:
     """Every metric of the store.
 
     Where there is a second CPU, forked children share the work (:mod:`forked`):
     - one compiles the default lexicon while the data loads, then finds the harm evidence;
-    - with ``figures`` (a folder), one imports matplotlib while the data loads, then draws the
-      figures into it from the moment the metrics exist; :func:`report.write_report` waits for them;
     - one computes the judge audit from the moment the data is loaded.
     ``seconds["judges"]`` is the wait for the judge audit and the evidence. On one CPU, the
     lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence). The
@@ -94,9 +89,8 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     seconds = {}
     start = time.perf_counter()
     store = open_store(db, readonly=True)
-    drawing = Drawing(figures) if figures is not None else None
     finding = _finding_evidence(lexicon)
-    jobs: list[Forked[Any] | Prepared[Any] | Drawing] = [finding] + ([drawing] if drawing else [])
+    jobs: list[Forked[Any] | Prepared[Any]] = [finding]
     try:
         stored = read_judgments(store)
         data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root,
@@ -111,8 +105,6 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         except ValueError as exc:
             raise AuditInputError(f"{store.path}: {exc}") from None
         seconds["metrics"] = time.perf_counter() - start
-        if drawing is not None:
-            drawing.start(metrics, data.synthetic)
         finding.start(store.path, {h.run_id: h.excess_turns for h in metrics.harm_runs.values()
                                    if h.over_harm})
         start = time.perf_counter()
@@ -129,4 +121,4 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         raise
     finally:
         store.db.conn.close()
-    return AuditResult(data, metrics, judges, evidence, seconds, followups, drawing)
+    return AuditResult(data, metrics, judges, evidence, seconds, followups)

@@ -1,4 +1,4 @@
-"""The audit report folder: report.md, summary.json, lineage.json and figures/*.png.
+"""The audit report folder: report.md, summary.json, lineage.json and figures/*.svg.
 
 Formatting only: every number comes from an AuditResult.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 from .breakdown import EXCESS_LEVELS
 from .caveats import audit_warnings
 from .estimates import HOLM, Estimate
+from .figures import draw_all
 from .followups_report import followups_markdown
 from .judges import RELATIONS, JudgeAudit
 from .metrics import PAIRWISE_METRICS, AttackerMetrics
@@ -261,21 +262,14 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
 
 
 def write_report(result: AuditResult, folder: str | Path) -> ReportFiles:
-    """report.md, summary.json, lineage.json and the figures; the figures are drawn alongside the
-    text (forked, :class:`figures.Drawing`), or were started by ``run_audit(figures=...)`` when
-    that was this folder's ``figures``."""
-    from .figures import Drawing
-
+    """report.md, summary.json, lineage.json and the figures (SVG, :mod:`figures`)."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    drawing = result.drawing
-    if drawing is None or drawing.folder != folder / "figures":
-        drawing = Drawing(folder / "figures").start(result.metrics, result.data.synthetic)
+    figures = draw_all(result.metrics, folder / "figures", result.data.synthetic)
     report = folder / "report.md"
-    report.write_text(markdown(result, drawing.paths, folder), encoding="utf-8")
+    report.write_text(markdown(result, figures, folder), encoding="utf-8")
     summary_path = folder / "summary.json"
     summary_path.write_text(json.dumps(summary(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     lineage_path = folder / "lineage.json"
     lineage_path.write_text(json.dumps(lineage(result), separators=(",", ":"), allow_nan=False) + "\n",
                             encoding="utf-8")
-    return ReportFiles(folder, report, summary_path, lineage_path, drawing.wait())
+    return ReportFiles(folder, report, summary_path, lineage_path, figures)

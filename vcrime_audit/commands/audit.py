@@ -61,8 +61,7 @@ def audit(
     try:
         folder = out or DEFAULT_REPORTS / db.stem
         with reading_store(db), collector_paused():
-            result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge,
-                               figures=folder / "figures")
+            result = run_audit(db, n_resamples=resamples, seed=seed, primary_judge=primary_judge)
             start = time.perf_counter()
             files = write_report(result, folder)
             drawn = time.perf_counter() - start
