@@ -64,3 +64,35 @@ def test_young_collections_only_collect_young_cycles_and_leave_old_ones():
     assert gc.get_threshold() == before
     gc.collect()
     assert old_alive() is None
+
+
+EXIT_SCRIPT = """
+import gc, sys
+from vcrime_audit.collector import no_collection_at_exit
+
+gc.disable()  # no collection before the exit's (which runs all the same)
+
+class Finalized:
+    def __del__(self):
+        print("finalized", flush=True)
+
+a, b = Finalized(), Finalized()
+a.other, b.other = b, a  # a cycle: only the collector frees it
+del a, b
+if sys.argv[1] == "skip":
+    no_collection_at_exit()
+    no_collection_at_exit()  # once is enough; a second call changes nothing
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["collect", "skip"])
+def test_no_collection_at_exit_leaves_the_last_objects_to_the_os(mode):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, mode], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    expected = ["done"] if mode == "skip" else ["done", "finalized", "finalized"]
+    assert done.stdout.split() == expected

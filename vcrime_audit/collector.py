@@ -15,6 +15,7 @@ allocations, and, as the heap grows, walks every object again, each time. Measur
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,3 +50,16 @@ def young_collections_only(threshold: int = 50_000) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def no_collection_at_exit() -> None:
+    """At interpreter exit, leave the objects alive then to the OS: CPython's last collection walks
+    all of them, the modules' included (~0.05-0.09 s after an audit, measured). Only for commands
+    that have closed every file they wrote and whose objects need no finalizer: an object in a
+    cycle then never has ``__del__`` called."""
+    if not _NO_COLLECTION_AT_EXIT:
+        _NO_COLLECTION_AT_EXIT.append(True)
+        atexit.register(gc.freeze)
+
+
+_NO_COLLECTION_AT_EXIT: list[bool] = []

@@ -11,7 +11,6 @@ from vcrime_audit.audit.judges import (
     SAME_MODEL,
     SAME_VENDOR,
     UNKNOWN_VENDOR,
-    common_turns,
     judge_audit,
     relation,
 )
@@ -52,7 +51,7 @@ def hand(tmp_path):
 
 
 def test_common_turns_are_those_every_judge_scored(hand):
-    assert common_turns(hand.judgments, hand.judges) == set(NF) - {("b2", 2)}
+    assert hand.judgment_table.common_turns(hand.judges) == set(NF) - {("b2", 2)}
 
 
 def test_relations():

@@ -1,8 +1,12 @@
 import math
 import random
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats as scipy_stats
 
 from vcrime_audit.audit.stats import (
@@ -10,6 +14,7 @@ from vcrime_audit.audit.stats import (
     average_ranks,
     cluster_bootstrap,
     paired_differences,
+    percentile_interval,
     resample_indices,
     spearman,
 )
@@ -166,3 +171,44 @@ def test_spearman_hand_worked_and_constant_input():
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(ValueError, match="equal length"):
         spearman([1, 2], [1, 2, 3])
+
+
+def numpy_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval as one np.quantile call per column of its defined replicates."""
+    alpha = 1.0 - confidence
+    low, high = np.full(replicates.shape[1], np.nan), np.full(replicates.shape[1], np.nan)
+    for g in range(replicates.shape[1]):
+        column = replicates[:, g][~np.isnan(replicates[:, g])]
+        if column.size:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf in numpy's lerp
+                low[g], high[g] = np.quantile(column, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return low, high
+
+
+INTERVAL_VALUES = st.one_of(st.just(np.nan), st.sampled_from([0.0, -0.0, 1.0, 0.5, 5e-324, 1e308, -1e308,
+                                                              np.inf, -np.inf]),
+                            st.floats(allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.tuples(st.integers(1, 50), st.integers(1, 6)).flatmap(
+           lambda shape: arrays(np.float64, shape, elements=INTERVAL_VALUES)),
+       st.sampled_from([0.95, 0.9, 0.5, 0.99, 0.8, 0.999]))
+def test_the_interval_is_numpys_quantile_bit_for_bit(replicates, confidence):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = percentile_interval(replicates, confidence)
+    want_low, want_high = numpy_interval(replicates, confidence)
+    assert (low.tobytes(), high.tobytes()) == (want_low.tobytes(), want_high.tobytes())
+
+
+def test_a_bootstrap_sized_interval_is_numpys():
+    rng = np.random.default_rng(5)
+    replicates = rng.random((10_000, 64))
+    replicates[rng.random(replicates.shape) < 0.001] = np.nan  # some columns with undefined resamples
+    replicates[:, 3] = np.nan
+    low, high = percentile_interval(replicates, 0.95)
+    want_low, want_high = numpy_interval(replicates, 0.95)
+    assert (low.tobytes(), high.tobytes()) == (want_low.tobytes(), want_high.tobytes())
+    assert np.isnan(low[3]) and np.isnan(high[3])

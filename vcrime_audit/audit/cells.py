@@ -5,44 +5,19 @@ primary judge's runs."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .estimates import Cell
 from .overharm import RunHarm
-from .records import AuditInput, JudgmentRow, RunRow, TurnRow
+from .records import AuditInput, RunRow, TurnRow
 from .stats import RunValue
 
-
-def judgment_sums(runs: Sequence[RunRow], judgments: Sequence[JudgmentRow],
-                  turns: Collection[tuple[str, int]] | None = None) -> dict[tuple[str, str], list]:
-    """(judge, run id) -> [non-failure sum, catastrophic sum on risky turns, turns, risky turns].
-
-    ``turns`` limits the sums to those (run id, turn) pairs. One pass over plain tuple unpacking:
-    this loop sees every judgment of the store.
-    """
-    known = {r.run_id for r in runs}
-    sums: dict[tuple[str, str], list] = {}
-    get = sums.get
-    for run_id, turn, judge, risky, non_failure, catastrophic in judgments:
-        if run_id not in known or (turns is not None and (run_id, turn) not in turns):
-            continue
-        s = get((judge, run_id))
-        if s is None:
-            s = sums[judge, run_id] = [0.0, 0.0, [], []]
-        s[0] += non_failure
-        s[2].append(turn)
-        if risky:
-            s[1] += catastrophic
-            s[3].append(turn)
-    return sums
-
-
 NO_JUDGMENTS = (0.0, 0.0, (), ())
-"""The :func:`judgment_sums` of a run its judge never scored."""
+"""The :data:`judgment_table.JudgmentSums` of a run its judge never scored."""
 
 
 def add_judgment_sums(nf: Cell, cat: Cell, run: RunRow, sums: Sequence) -> None:
-    """Add one run's :func:`judgment_sums` to a non-failure and a catastrophic-failure cell."""
+    """Add one run's :data:`judgment_table.JudgmentSums` to a non-failure and a catastrophic-failure cell."""
     non_failure, catastrophic, turns, risky_turns = sums
     nf.values.append(RunValue(run.task_id, non_failure, len(turns)))
     cat.values.append(RunValue(run.task_id, catastrophic, len(risky_turns)))
@@ -63,7 +38,8 @@ def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],
     runs_of: dict[str, list[RunRow]] = defaultdict(list)
     for run in data.runs:
         runs_of[run.attacker].append(run)
-    sums = judgment_sums(data.runs, data.judgments)
+    table = data.judgment_table
+    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}))
     turns_of: dict[str, list[TurnRow]] = defaultdict(list)
     for t in data.turns:
         turns_of[t.run_id].append(t)

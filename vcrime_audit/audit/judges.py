@@ -7,16 +7,15 @@ common turns. "Same model" means the same name or the same weights fingerprint.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
 
-from .cells import NO_JUDGMENTS, add_judgment_sums, judgment_sums
+from .cells import NO_JUDGMENTS, add_judgment_sums
 from .estimates import Cell, Estimate, bootstrap_cells, nanmedian_rows
-from .records import AuditInput, JudgmentRow, ModelInfo
+from .records import AuditInput, ModelInfo
 from .stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -117,20 +116,12 @@ def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
     return SAME_VENDOR if models[judge].vendor == models[attacker].vendor else CROSS_VENDOR
 
 
-def common_turns(judgments: Sequence[JudgmentRow], judges: Sequence[str]) -> set[tuple[str, int]]:
-    """(run id, turn) pairs that every judge in `judges` scored."""
-    seen: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for run_id, turn, judge, _, _, _ in judgments:
-        seen[run_id, turn].add(judge)
-    wanted = set(judges)
-    return {key for key, who in seen.items() if wanted <= who}
-
-
-def common_cells(data: AuditInput, common: set[tuple[str, int]] | None,
-                 prefix: str = "common") -> dict[str, Cell]:
-    """'<prefix>_nf/judge/attacker' and '<prefix>_cat/judge/attacker' cells over the given turns
-    (every judged turn when `common` is None)."""
-    sums = judgment_sums(data.runs, data.judgments, common)
+def common_cells(data: AuditInput, common: np.ndarray | None, prefix: str = "common") -> dict[str, Cell]:
+    """'<prefix>_nf/judge/attacker' and '<prefix>_cat/judge/attacker' cells over the judgment rows
+    selected by `common` (:meth:`JudgmentTable.common_rows`; every judged turn when None)."""
+    table = data.judgment_table
+    rows = table.rows_of_runs({r.run_id for r in data.runs})
+    sums = table.sums(rows if common is None else rows & common)
     cells: dict[str, Cell] = {}
     for judge in data.judges:
         for attacker in data.attackers:
@@ -255,20 +246,22 @@ def _group(relation_name: str, members: list[Bias], reps: Mapping[str, np.ndarra
 def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                 confidence: float = DEFAULT_CONFIDENCE) -> JudgeAudit:
     judges, attackers = data.judges, data.attackers
-    common = common_turns(data.judgments, judges)
-    empty = JudgeAudit(judges, attackers, len(common), {}, [], {}, {}, seed, n_resamples, confidence)
+    common, n_common = data.judgment_table.common_rows(judges)
+    empty = JudgeAudit(judges, attackers, n_common, {}, [], {}, {}, seed, n_resamples, confidence)
     if len(judges) < 2:
         return _with_note(empty, f"needs at least two judges; this store has {len(judges)} "
                                  f"({', '.join(judges) or 'none'})")
-    if not common:
+    if not n_common:
         return _with_note(empty, "no turn was scored by every judge; re-judge the same turns with "
                                  "each judge first")
     cells = {**common_cells(data, common), **common_cells(data, None, "full")}
     estimates, replicates = bootstrap_cells(cells, data.tasks, n_resamples=n_resamples, seed=seed,
                                             confidence=confidence)
-    counts = Counter(j.judge for j in data.judgments)
-    judged = {j: counts[j] for j in judges}
-    bases = {"non_failure": (f"the {len(common)} attacker turns every judge scored", "common_nf"),
+    table = data.judgment_table
+    per_judge = np.bincount(table.judge, minlength=len(table.judges)).tolist()
+    counts = dict(zip(table.judges, per_judge, strict=True))
+    judged = {j: counts.get(j, 0) for j in judges}
+    bases = {"non_failure": (f"the {n_common} attacker turns every judge scored", "common_nf"),
              "catastrophic": ("each judge's full set of judged turns (" + ", ".join(
                  f"{j}: {n}" for j, n in judged.items()) + "), its risky ones", "full_cat")}
     agreement = {
@@ -279,7 +272,7 @@ def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed:
     groups = {name: _group(name, members, reps, confidence)
               for name in RELATIONS if (members := [b for b in biases if b.relation == name])}
     note = "" if len(attackers) >= 2 else "rank agreement needs at least two attackers"
-    return JudgeAudit(judges, attackers, len(common), agreement, biases, groups, estimates, seed,
+    return JudgeAudit(judges, attackers, n_common, agreement, biases, groups, estimates, seed,
                       n_resamples, confidence, note, judge_spreads(biases))
 
 

@@ -22,6 +22,7 @@ from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from ..store import Store
+    from .records import StoredJudgment
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,14 @@ def _evidence_in(db: str | Path, flagged: Mapping[str, Sequence[int]],
         store.close()
 
 
+def _followups_in(db: str | Path, judgments: Sequence[StoredJudgment], **kwargs: Any) -> FollowupsAudit:
+    store = open_store(db, readonly=True)
+    try:
+        return audit_followups(store, judgments=judgments, **kwargs)
+    finally:
+        store.close()
+
+
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
     """:func:`harm_evidence`, by a child that compiles the default lexicon (when it is the one)
     while the audit loads; the lexicon given is inherited, not sent."""
@@ -81,8 +90,10 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
 
     Where there is a second CPU, forked children share the work (:mod:`forked`):
     - one compiles the default lexicon while the data loads, then finds the harm evidence;
+    - one computes the follow-ups (re-judging, annotation, interrogation) from the moment the
+      judgments are read, while the rest of the data loads;
     - one computes the judge audit from the moment the data is loaded.
-    ``seconds["judges"]`` is the wait for the judge audit and the evidence. On one CPU, the
+    ``seconds["children"]`` is the wait for the follow-ups, the judge audit and the evidence. On one CPU, the
     lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence). The
     cycle collector is paused meanwhile (:func:`collector.collector_paused`).
     """
@@ -93,8 +104,12 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     jobs: list[Forked[Any] | Prepared[Any]] = [finding]
     try:
         stored = read_judgments(store)
+        following = Forked(_followups_in, store.path, stored, n_resamples=n_resamples, seed=seed,
+                           confidence=confidence)
+        jobs.append(following)
         data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root,
                                 judgments=stored)
+        data.judgment_table  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
         seconds["load"] = time.perf_counter() - start
         judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
         jobs.append(judging)
@@ -108,13 +123,10 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         finding.start(store.path, {h.run_id: h.excess_turns for h in metrics.harm_runs.values()
                                    if h.over_harm})
         start = time.perf_counter()
-        followups = audit_followups(store, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                    judgments=stored)
-        seconds["followups"] = time.perf_counter() - start
-        start = time.perf_counter()
+        followups = following.result()
         judges = judging.result()
         evidence = finding.result()
-        seconds["judges"] = time.perf_counter() - start
+        seconds["children"] = time.perf_counter() - start
     except BaseException:
         for job in jobs:
             job.cancel()

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..statuses import RUN_OUTCOMES
+
+if TYPE_CHECKING:
+    from .judgment_table import JudgmentTable
 
 FINAL_STATUSES: tuple[str, ...] = RUN_OUTCOMES
 """Runs that count: every outcome, model errors included; crashed and running runs never do."""
@@ -81,6 +84,13 @@ class AuditInput:
     @property
     def synthetic(self) -> bool:
         return self.meta.get("synthetic") == "1" or any(r.synthetic for r in self.runs)
+
+    @cached_property
+    def judgment_table(self) -> JudgmentTable:
+        """The judgments as columns (built once; the audit builds it before it forks its children)."""
+        from .judgment_table import JudgmentTable
+
+        return JudgmentTable.of(self.judgments)
 
     @cached_property
     def attackers(self) -> tuple[str, ...]:

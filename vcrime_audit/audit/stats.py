@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+import numpy.ma  # noqa: F401 -- numpy loads these two on first use (np.quantile, default_rng);
+import numpy.random  # noqa: F401 -- loaded before the audit forks, its children share them
 
 from ..defaults import DEFAULT_RESAMPLES
 from ..intervals import DEFAULT_CONFIDENCE, Interval
@@ -205,18 +207,44 @@ def replicate_ratios(
 def percentile_interval(
     replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Column-wise percentile interval, ignoring undefined (NaN) replicates."""
+    """Column-wise percentile interval, ignoring undefined (NaN) replicates: ``np.quantile``'s
+    default (linear) rule, bit for bit, with the columns that have no NaN done together."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     alpha = 1.0 - confidence
+    quantiles = np.array([alpha / 2.0, 1.0 - alpha / 2.0])
     low = np.full(replicates.shape[1], np.nan)
     high = np.full(replicates.shape[1], np.nan)
-    for g in range(replicates.shape[1]):
-        column = replicates[:, g]
-        column = column[~np.isnan(column)]
+    undefined = np.isnan(replicates)
+    whole = ~undefined.any(axis=0)
+    if whole.any() and replicates.shape[0]:
+        low[whole], high[whole] = column_quantiles(replicates[:, whole], quantiles)
+    for g in np.flatnonzero(~whole).tolist():
+        column = replicates[~undefined[:, g], g]
         if column.size:
-            low[g], high[g] = np.quantile(column, [alpha / 2.0, 1.0 - alpha / 2.0])
+            (low[g],), (high[g],) = column_quantiles(column[:, None], quantiles)
     return low, high
+
+
+def column_quantiles(matrix: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """``np.quantile(matrix, quantiles, axis=0)`` for a matrix without NaN, by numpy's own
+    arithmetic (``_quantile`` with the linear method: the index (n - 1) * q, its floor and the
+    next one, ``_lerp``'s two formulas either side of a weight of 0.5), with one partition for every
+    column instead of numpy's per-call set-up."""
+    n = matrix.shape[0]
+    virtual = (n - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    last = virtual >= n - 1
+    previous[last] = following[last] = -1
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    part = np.partition(matrix, np.unique(np.concatenate(([0, -1], previous, following))), axis=0)
+    a, b = part[previous], part[following]
+    gamma = (virtual - previous)[:, None]  # as numpy: from the index after the clipping to -1
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
 
 
 def cluster_bootstrap(

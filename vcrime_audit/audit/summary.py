@@ -31,14 +31,16 @@ def number(x: float | None) -> float | None:
 def turn_ranges(turns: Iterable[int]) -> str:
     """(1, 2, 3, 5, 7, 8) -> '1-3,5,7-8'."""
     ordered = sorted(set(turns))
+    if not ordered:
+        return ""
     parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
+    first = last = ordered[0]
+    for turn in ordered[1:]:
+        if turn != last + 1:
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            first = turn
+        last = turn
+    parts.append(str(first) if first == last else f"{first}-{last}")
     return ",".join(parts)
 
 
@@ -155,11 +157,19 @@ def summary(result: AuditResult) -> dict[str, Any]:
     }
 
 
-def _cell_json(e: Estimate) -> dict[str, Any]:
+def _cell_json(e: Estimate, ranges: dict[tuple[int, ...], str]) -> dict[str, Any]:
+    """``ranges``: :func:`turn_ranges` of turn tuples met before (one run's turns recur in many cells)."""
     if e.derived_from:
         return {"derived_from": list(e.derived_from)}
-    return {"runs": sorted(e.sources), "turns": {r: turn_ranges(t) for r, t in sorted(e.sources.items())
-                                                 if t}}
+    turns = {}
+    for run_id, t in sorted(e.sources.items()):
+        if t:
+            t = tuple(t)
+            text = ranges.get(t)
+            if text is None:
+                text = ranges[t] = turn_ranges(t)
+            turns[run_id] = text
+    return {"runs": sorted(e.sources), "turns": turns}
 
 
 def lineage(result: AuditResult) -> dict[str, Any]:
@@ -177,7 +187,7 @@ def lineage(result: AuditResult) -> dict[str, Any]:
                   if b.adjusted is not None and b.adjusted.derived_from})
     cells.update({g.adjusted.key: g.adjusted for g in audit.groups.values() if g.adjusted is not None})
     cells.update({g.mean.key: g.mean for g in audit.groups.values()})
-    runs = {}
+    runs, ranges = {}, {}
     for r in result.data.runs:
         h = m.harm_runs[r.run_id]
         runs[r.run_id] = {
@@ -190,7 +200,7 @@ def lineage(result: AuditResult) -> dict[str, Any]:
                      "over_harm": h.over_harm, "lethal_or_catastrophic": h.extreme,
                      "evidence": result.evidence.get(r.run_id, [])}}
     return {"schema": SCHEMA_VERSION, "store": result.data.source,
-            "cells": {key: _cell_json(e) for key, e in sorted(cells.items())}, "runs": runs}
+            "cells": {key: _cell_json(e, ranges) for key, e in sorted(cells.items())}, "runs": runs}
 
 
 def cell_sources(lineage_doc: Mapping[str, Any], key: str) -> dict[str, list[int]]:

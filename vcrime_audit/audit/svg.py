@@ -14,7 +14,6 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from xml.sax.saxutils import escape, quoteattr
 
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 CHAR_EM = 0.62
@@ -39,8 +38,14 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 def xml_text(text: str) -> str:
     """``text`` escaped for an element's content, with characters XML forbids replaced (a carriage
-    return is written as a reference: a parser would read it as a line feed)."""
-    return escape(_NOT_XML.sub("\ufffd", text), {"\r": "&#13;"})
+    return is written as a reference: a parser would read it as a line feed). Not
+    ``xml.sax.saxutils``, whose import pulls in urllib and ssl (~30 ms of the audit's start)."""
+    text = _NOT_XML.sub("\ufffd", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+
+
+def _attribute(value: str) -> str:
+    return '"' + xml_text(value).replace('"', "&quot;") + '"'
 
 
 def num(x: float) -> str:
@@ -118,7 +123,7 @@ class Canvas:
 
     def _element(self, tag: str, attrs: dict[str, str | float | None], tip: str | None = None,
                  body: str | None = None) -> None:
-        written = " ".join(f"{name}={quoteattr(num(v) if isinstance(v, float) else str(v))}"
+        written = " ".join(f"{name}={_attribute(num(v) if isinstance(v, float) else str(v))}"
                            for name, v in attrs.items() if v is not None)
         inner = (f"<title>{xml_text(tip)}</title>" if tip else "") + (xml_text(body) if body else "")
         self._parts.append(f"<{tag} {written}>{inner}</{tag}>" if inner else f"<{tag} {written}/>")
@@ -126,7 +131,7 @@ class Canvas:
     @contextmanager
     def group(self, kind: str) -> Iterator[None]:
         """The elements made inside, in a ``<g class="kind">`` (for styling, and for tests to find)."""
-        self._parts.append(f"<g class={quoteattr(kind)}>")
+        self._parts.append(f"<g class={_attribute(kind)}>")
         yield
         self._parts.append("</g>")
 
@@ -173,7 +178,7 @@ class Canvas:
     def markup(self) -> str:
         defs = [f"<defs>{''.join(self._defs)}</defs>"] if self._defs else []
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-                f'viewBox="0 0 {self.width} {self.height}" font-family={quoteattr(FONT)}>')
+                f'viewBox="0 0 {self.width} {self.height}" font-family={_attribute(FONT)}>')
         return "\n".join([head, *defs, *self._parts, "</svg>"]) + "\n"
 
 

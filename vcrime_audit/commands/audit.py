@@ -56,8 +56,9 @@ def audit(
     _check(resamples)
     from ..audit.pipeline import run_audit
     from ..audit.report import write_report
-    from ..collector import collector_paused
+    from ..collector import collector_paused, no_collection_at_exit
 
+    no_collection_at_exit()  # write_report closes every file it writes; the audit's data is acyclic
     try:
         folder = out or DEFAULT_REPORTS / db.stem
         with reading_store(db), collector_paused():
@@ -80,8 +81,8 @@ def audit(
                    f"{_pct(m.catastrophic_median[a].estimate):>8} {_pct(m.over_harm[a].estimate):>8} "
                    f"{_pct(m.team_usage[a].estimate):>6} {_pct(m.pass_at_1[a].estimate):>7}")
     s = result.seconds
-    typer.echo(f"seconds: load {s['load']:.2f}, metrics {s['metrics']:.2f}, judges {s['judges']:.2f}, "
-               f"report {drawn:.2f}")
+    typer.echo(f"seconds: load {s['load']:.2f}, metrics {s['metrics']:.2f}, "
+               f"waiting for the children {s['children']:.2f}, report {drawn:.2f}")
     typer.echo(f"report   {files.report}")
     typer.echo(f"summary  {files.summary}")
     typer.echo(f"lineage  {files.lineage}")
