@@ -102,4 +102,5 @@ def _grouped(key: np.ndarray, values: np.ndarray) -> dict[int, list[int]]:
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
     listed = values[order].tolist()
     ends = [*starts[1:], len(listed)]
-    return {k: listed[start:end] for k, start, end in zip(ordered[starts].tolist(), starts, ends, strict=True)}
+    keys = ordered[starts].tolist()
+    return {k: listed[start:end] for k, start, end in zip(keys, starts, ends, strict=True)}
