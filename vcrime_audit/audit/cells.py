@@ -27,6 +27,20 @@ def add_judgment_sums(nf: Cell, cat: Cell, run: RunRow, sums: Sequence) -> None:
         cat.sources[run.run_id] = tuple(risky_turns)
 
 
+def turn_rate_cells(data: AuditInput) -> dict[tuple[str, str], tuple[Cell, Cell]]:
+    """(judge, attacker) -> its non-failure and catastrophic-failure cells over every turn the judge
+    scored in the attacker's finished runs (in ``data.runs`` order). Read, never changed, by the
+    metrics and by the judge audit (``AuditInput.turn_rate_cells`` builds them once)."""
+    table = data.judgment_table
+    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}))
+    cells = {(j, a): (Cell([], {}), Cell([], {})) for j in data.judges for a in data.attackers}
+    for judge in data.judges:
+        for run in data.runs:
+            nf, cat = cells[judge, run.attacker]
+            add_judgment_sums(nf, cat, run, sums.get((judge, run.run_id), NO_JUDGMENTS))
+    return cells
+
+
 def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],
                 primary: str | None = None) -> dict[str, Cell]:
     """Every per-attacker cell, keyed 'metric/attacker' or 'metric/judge/attacker'.
@@ -38,16 +52,13 @@ def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],
     runs_of: dict[str, list[RunRow]] = defaultdict(list)
     for run in data.runs:
         runs_of[run.attacker].append(run)
-    table = data.judgment_table
-    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}))
+    rates = data.turn_rate_cells
     turns_of: dict[str, list[TurnRow]] = defaultdict(list)
     for t in data.turns:
         turns_of[t.run_id].append(t)
     for attacker, runs in runs_of.items():
         for judge in data.judges:
-            nf, cat = Cell([], {}), Cell([], {})
-            for run in runs:
-                add_judgment_sums(nf, cat, run, sums.get((judge, run.run_id), NO_JUDGMENTS))
+            nf, cat = rates[judge, attacker]
             cells[f"non_failure/{judge}/{attacker}"] = nf
             cells[f"catastrophic/{judge}/{attacker}"] = cat
         runs = [r for r in runs if primary is None or r.judge == primary]

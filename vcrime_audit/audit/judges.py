@@ -116,20 +116,19 @@ def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
     return SAME_VENDOR if models[judge].vendor == models[attacker].vendor else CROSS_VENDOR
 
 
-def common_cells(data: AuditInput, common: np.ndarray | None, prefix: str = "common") -> dict[str, Cell]:
-    """'<prefix>_nf/judge/attacker' and '<prefix>_cat/judge/attacker' cells over the judgment rows
-    selected by `common` (:meth:`JudgmentTable.common_rows`; every judged turn when None)."""
+def common_cells(data: AuditInput, common: np.ndarray) -> dict[str, Cell]:
+    """'common_nf/judge/attacker' and 'common_cat/judge/attacker' cells over the judgment rows
+    selected by `common` (:meth:`JudgmentTable.common_rows`)."""
     table = data.judgment_table
-    rows = table.rows_of_runs({r.run_id for r in data.runs})
-    sums = table.sums(rows if common is None else rows & common)
+    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}) & common)
     cells: dict[str, Cell] = {}
     for judge in data.judges:
         for attacker in data.attackers:
-            cells[f"{prefix}_nf/{judge}/{attacker}"] = Cell([], {})
-            cells[f"{prefix}_cat/{judge}/{attacker}"] = Cell([], {})
+            cells[f"common_nf/{judge}/{attacker}"] = Cell([], {})
+            cells[f"common_cat/{judge}/{attacker}"] = Cell([], {})
         for run in data.runs:
-            add_judgment_sums(cells[f"{prefix}_nf/{judge}/{run.attacker}"],
-                              cells[f"{prefix}_cat/{judge}/{run.attacker}"], run,
+            add_judgment_sums(cells[f"common_nf/{judge}/{run.attacker}"],
+                              cells[f"common_cat/{judge}/{run.attacker}"], run,
                               sums.get((judge, run.run_id), NO_JUDGMENTS))
     return cells
 
@@ -154,7 +153,7 @@ def rank_agreement(metric: str, rates: dict[str, dict[str, float]], basis: str =
 
 def _biases(data: AuditInput, estimates: Mapping[str, Estimate], replicates: Mapping[str, np.ndarray],
             confidence: float) -> tuple[list[Bias], dict[str, np.ndarray]]:
-    biases, reps = [], {}
+    made, reps = [], {}
     for judge in data.judges:
         others = [k for k in data.judges if k != judge]
         for attacker in data.attackers:
@@ -162,37 +161,52 @@ def _biases(data: AuditInput, estimates: Mapping[str, Estimate], replicates: Map
             parts = [f"common_nf/{k}/{attacker}" for k in others]
             point = estimates[own].estimate - nanmedian_rows(
                 np.array([[estimates[p].estimate for p in parts]]))[0]
-            rep = replicates[own] - nanmedian_rows(np.column_stack([replicates[p] for p in parts]))
-            low, high = percentile_interval(rep[:, None], confidence)
             key = f"self_preference/{judge}/{attacker}"
-            est = Estimate(key, float(point), float(low[0]), float(high[0]), derived_from=(own, *parts))
-            biases.append(Bias(judge, attacker, relation(judge, attacker, data.models), est))
-            reps[key] = rep
+            reps[key] = replicates[own] - nanmedian_rows(np.column_stack([replicates[p] for p in parts]))
+            made.append((judge, attacker, key, point, (own, *parts)))
+    lows, highs = _intervals([reps[key] for *_, key, _, _ in made], confidence)
+    biases = [Bias(judge, attacker, relation(judge, attacker, data.models),
+                   Estimate(key, float(point), low, high, derived_from=parts))
+              for (judge, attacker, key, point, parts), low, high in zip(made, lows, highs, strict=True)]
     return _adjusted(biases, reps, confidence), reps
+
+
+def _intervals(columns: Sequence[np.ndarray], confidence: float) -> tuple[list[float], list[float]]:
+    """The percentile interval of each replicate column (one call for all of them)."""
+    if not columns:
+        return [], []
+    low, high = percentile_interval(np.column_stack(columns), confidence)
+    return low.tolist(), high.tolist()
 
 
 def _adjusted(biases: list[Bias], reps: dict[str, np.ndarray], confidence: float) -> list[Bias]:
     """Each bias minus its judge's mean cross-vendor bias (point and per resample)."""
-    out = []
-    for b in biases:
+    adjusted: dict[int, tuple[str, float, tuple[str, ...]]] = {}
+    for i, b in enumerate(biases):
         cross = [x for x in biases if x.judge == b.judge and x.relation == CROSS_VENDOR
                  and not np.isnan(x.estimate.estimate)]
-        key = f"self_preference_adjusted/{b.judge}/{b.attacker}"
         if not cross:
-            nan = float("nan")
-            out.append(Bias(b.judge, b.attacker, b.relation, b.estimate, Estimate(key, nan, nan, nan)))
             continue
+        key = f"self_preference_adjusted/{b.judge}/{b.attacker}"
         leniency = float(np.mean([x.estimate.estimate for x in cross]))
         with np.errstate(invalid="ignore"):
             matrix = np.column_stack([reps[x.estimate.key] for x in cross])
             counts = (~np.isnan(matrix)).sum(axis=1)
             lenient_rep = np.where(counts > 0, np.nansum(matrix, axis=1) / np.maximum(counts, 1), np.nan)
-        rep = reps[b.estimate.key] - lenient_rep
-        reps[key] = rep
-        low, high = percentile_interval(rep[:, None], confidence)
-        est = Estimate(key, b.estimate.estimate - leniency, float(low[0]), float(high[0]),
-                       derived_from=(b.estimate.key, *(x.estimate.key for x in cross)),
-                       undefined=int(np.isnan(rep).sum()))
+        reps[key] = reps[b.estimate.key] - lenient_rep
+        parts = (b.estimate.key, *(x.estimate.key for x in cross))
+        adjusted[i] = (key, b.estimate.estimate - leniency, parts)
+    lows, highs = _intervals([reps[key] for key, _, _ in adjusted.values()], confidence)
+    bounds = dict(zip(adjusted, zip(lows, highs, strict=True), strict=True))
+    out = []
+    nan = float("nan")
+    for i, b in enumerate(biases):
+        if i not in adjusted:
+            est = Estimate(f"self_preference_adjusted/{b.judge}/{b.attacker}", nan, nan, nan)
+        else:
+            key, point, parts = adjusted[i]
+            est = Estimate(key, point, *bounds[i], derived_from=parts,
+                           undefined=int(np.isnan(reps[key]).sum()))
         out.append(Bias(b.judge, b.attacker, b.relation, b.estimate, est))
     return out
 
@@ -254,7 +268,10 @@ def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed:
     if not n_common:
         return _with_note(empty, "no turn was scored by every judge; re-judge the same turns with "
                                  "each judge first")
-    cells = {**common_cells(data, common), **common_cells(data, None, "full")}
+    rates = data.turn_rate_cells
+    cells = {**common_cells(data, common),
+             **{f"full_{metric}/{j}/{a}": rates[j, a][k] for j in judges for a in attackers
+                for k, metric in enumerate(("nf", "cat"))}}
     estimates, replicates = bootstrap_cells(cells, data.tasks, n_resamples=n_resamples, seed=seed,
                                             confidence=confidence)
     table = data.judgment_table

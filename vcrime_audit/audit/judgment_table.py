@@ -64,9 +64,10 @@ class JudgmentTable:
         low = int(self.turn.min())
         pair = self.run * (int(self.turn.max()) - low + 1) + (self.turn - low)
         mine = np.isin(self.judge, wanted)
-        seen = np.unique(pair[mine] * len(self.judges) + self.judge[mine]) // len(self.judges)
-        pairs, counts = np.unique(seen, return_counts=True)
-        common = pairs[counts == len(wanted)]
+        triples = np.sort(pair[mine] * len(self.judges) + self.judge[mine])
+        seen = triples[_firsts(triples)] // len(self.judges)  # each (pair, judge) once, in pair order
+        starts = np.flatnonzero(_firsts(seen))
+        common = seen[starts][np.diff(np.r_[starts, len(seen)]) == len(wanted)]
         return np.isin(pair, common), len(common)
 
     def common_turns(self, judges: Collection[str]) -> set[tuple[str, int]]:
@@ -93,13 +94,18 @@ class JudgmentTable:
         return out
 
 
+def _firsts(ordered: np.ndarray) -> np.ndarray:
+    """Which elements of a sorted array differ from the one before."""
+    return np.r_[True, ordered[1:] != ordered[:-1]] if len(ordered) else np.zeros(0, bool)
+
+
 def _grouped(key: np.ndarray, values: np.ndarray) -> dict[int, list[int]]:
     """key -> its values, in row order (one sort, then slices of one list)."""
     if not len(key):
         return {}
     order = np.argsort(key, kind="stable")
     ordered = key[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
+    starts = np.flatnonzero(_firsts(ordered)).tolist()
     listed = values[order].tolist()
     ends = [*starts[1:], len(listed)]
     keys = ordered[starts].tolist()

@@ -109,7 +109,7 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         jobs.append(following)
         data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root,
                                 judgments=stored)
-        data.judgment_table  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
+        data.turn_rate_cells  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
         seconds["load"] = time.perf_counter() - start
         judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
         jobs.append(judging)

@@ -238,7 +238,7 @@ def column_quantiles(matrix: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
     last = virtual >= n - 1
     previous[last] = following[last] = -1
     previous, following = previous.astype(np.intp), following.astype(np.intp)
-    part = np.partition(matrix, np.unique(np.concatenate(([0, -1], previous, following))), axis=0)
+    part = np.partition(matrix, sorted({0, -1, *previous.tolist(), *following.tolist()}), axis=0)
     a, b = part[previous], part[following]
     gamma = (virtual - previous)[:, None]  # as numpy: from the index after the clipping to -1
     diff = b - a
