@@ -93,9 +93,9 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     - one computes the follow-ups (re-judging, annotation, interrogation) from the moment the
       judgments are read, while the rest of the data loads;
     - one computes the judge audit from the moment the data is loaded.
-    ``seconds["children"]`` is the wait for the follow-ups, the judge audit and the evidence. On one CPU, the
-    lexicon is compiled only when a turn needs classifying (a stale reading, harm evidence). The
-    cycle collector is paused meanwhile (:func:`collector.collector_paused`).
+    ``seconds["children"]`` is the wait for the follow-ups, the judge audit and the evidence. On
+    one CPU, the lexicon is compiled only when a turn needs classifying (a stale reading, harm
+    evidence). The cycle collector is paused meanwhile (:func:`collector.collector_paused`).
     """
     seconds = {}
     start = time.perf_counter()

@@ -187,7 +187,7 @@ def lineage(result: AuditResult) -> dict[str, Any]:
                   if b.adjusted is not None and b.adjusted.derived_from})
     cells.update({g.adjusted.key: g.adjusted for g in audit.groups.values() if g.adjusted is not None})
     cells.update({g.mean.key: g.mean for g in audit.groups.values()})
-    runs, ranges = {}, {}
+    runs = {}
     for r in result.data.runs:
         h = m.harm_runs[r.run_id]
         runs[r.run_id] = {
@@ -199,6 +199,7 @@ def lineage(result: AuditResult) -> dict[str, Any]:
                      "force_turns": turn_ranges(h.force_turns), "damage_turns": turn_ranges(h.damage_turns),
                      "over_harm": h.over_harm, "lethal_or_catastrophic": h.extreme,
                      "evidence": result.evidence.get(r.run_id, [])}}
+    ranges: dict[tuple[int, ...], str] = {}
     return {"schema": SCHEMA_VERSION, "store": result.data.source,
             "cells": {key: _cell_json(e, ranges) for key, e in sorted(cells.items())}, "runs": runs}
 
