@@ -45,3 +45,24 @@ def test_run_with_an_unknown_model_is_a_clean_error(tmp_path):
     result = CliRunner().invoke(app, ["run", "--attacker", "nope", "--db", str(tmp_path / "s.sqlite"),
                                       "--cassette-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown model 'nope'" in result.output
+
+
+def test_a_model_file_is_read_again_when_it_changes_and_each_caller_gets_its_own_copy(tmp_path):
+    import os
+
+    path = tmp_path / "m.yaml"
+    text = "name: m\nbackend: local\nfamily: f\nvendor: v1\nweights: {}\n"
+    path.write_text(text)
+    first, second = load_model_file(path), load_model_file(path)
+    assert first == second and first is not second
+    first.vendor = "changed by a caller"
+    assert load_model_file(path).vendor == "v1"
+    stat = path.stat()
+    path.write_text(text.replace("v1", "v2"))  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert load_model_file(path).vendor == "v2"
+    path.write_text(text.replace("vendor: v1", "vendor: a-longer-vendor"))
+    assert load_model_file(path).vendor == "a-longer-vendor"
+    path.write_text("name: m\nbackend: local\n")
+    with pytest.raises(ModelError, match="family"):
+        load_model_file(path)

@@ -185,3 +185,20 @@ def test_a_recorded_model_entry_holds_no_absolute_path_or_secret(tmp_path, monke
     assert str(tmp_path) not in shown and PASSWORD not in shown
     assert recorded["weights"]["path"] == "w/m.gguf"
     assert recorded["options"]["base_url"] == "http://[scrubbed]@127.0.0.1:8080/v1"
+
+
+def test_secrets_follow_the_environment_between_calls(monkeypatch):
+    """The secrets are worked out once per state of the environment: a variable set, changed or
+    removed after a scrub, or a name registered later, counts from the next scrub on."""
+    scrubber = Scrubber()
+    assert scrubber.scrub_text("token tk-one-12345") == "token tk-one-12345"
+    monkeypatch.setenv("LATER_TOKEN", "tk-one-12345")
+    assert scrubber.scrub_text("token tk-one-12345") == f"token {PLACEHOLDER}"
+    monkeypatch.setenv("LATER_TOKEN", "tk-two-67890")
+    assert scrubber.scrub_text("tk-one-12345 tk-two-67890") == f"tk-one-12345 {PLACEHOLDER}"
+    monkeypatch.delenv("LATER_TOKEN")
+    assert scrubber.scrub_text("tk-two-67890") == "tk-two-67890"
+    monkeypatch.setenv("PLAIN_NAMED_VAR", "value-1234567")
+    assert scrubber.scrub_text("value-1234567") == "value-1234567"
+    scrubber.add_env(["PLAIN_NAMED_VAR"])
+    assert scrubber.scrub_text("value-1234567") == PLACEHOLDER

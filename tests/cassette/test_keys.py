@@ -27,3 +27,6 @@ def test_the_fast_key_is_the_defined_key(content, schema, fingerprint, seed, att
     assert cassette_key(request, fingerprint) == defined
     assert cassette_key(request.plain(), fingerprint) == defined
     assert request.digest() == content_hash(request)
+    other = {**fingerprint, "engine": ["another", len(fingerprint)]}  # a key per fingerprint
+    assert cassette_key(request, other) == content_hash({"request": request, "fingerprint": other})
+    assert cassette_key(request, fingerprint) == defined

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -33,6 +34,7 @@ class GenerateRequest(BaseModel):
     attempt: int = Field(0, description="Retry number; retries are separate, recorded requests.")
     _plain: dict[str, Any] | None = PrivateAttr(default=None)
     _canonical: str | None = PrivateAttr(default=None)
+    _keys: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def plain(self) -> dict[str, Any]:
         """The request as plain JSON data, made once (the request is frozen); do not modify it."""
@@ -50,6 +52,14 @@ class GenerateRequest(BaseModel):
     def digest(self) -> str:
         """blake2b of :meth:`canonical` (``calls.request_hash``)."""
         return blake2b_hex(self.canonical())
+
+    def keyed(self, fingerprint_json: str, make: Callable[[], str]) -> str:
+        """``make()``, made once per fingerprint: a call's cassette key is looked up, then
+        recorded under (``cassette.keys.cassette_key``)."""
+        key = self._keys.get(fingerprint_json)
+        if key is None:
+            key = self._keys[fingerprint_json] = make()
+        return key
 
 
 class Usage(BaseModel):

@@ -258,7 +258,7 @@ class Cassette:
         else:
             record["result"] = to_plain(result)
             record["parsed"] = parsed
-        record["checksum"], line = checksummed(record)
+        record["checksum"], line = checksummed(record, {"request": request.canonical()})
         self.calls.append(record)
         self._by_key[key].append(record)
         self._played[key] += 1

@@ -11,8 +11,9 @@ from ..canonical import blake2b_hex, content_hash, plain_canonical_json
 def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[str, Any]) -> str:
     """``content_hash({"request": request, "fingerprint": fingerprint})``; for a request object
     the same bytes are put together from its cached canonical JSON (sorted keys: "fingerprint"
-    comes first)."""
+    comes first), and the key is made once per request and fingerprint."""
     if isinstance(request, GenerateRequest):
-        return blake2b_hex(f'{{"fingerprint":{plain_canonical_json(fingerprint)},'
-                           f'"request":{request.canonical()}}}')
+        fingerprint_json = plain_canonical_json(fingerprint)
+        return request.keyed(fingerprint_json, lambda: blake2b_hex(
+            f'{{"fingerprint":{fingerprint_json},"request":{request.canonical()}}}'))
     return content_hash({"request": request, "fingerprint": fingerprint})

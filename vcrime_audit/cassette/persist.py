@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,17 @@ def max_bytes() -> int:
         raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes") from None
 
 
-def checksummed(record: dict[str, Any]) -> tuple[str, str]:
+def checksummed(record: dict[str, Any], known: Mapping[str, str] | None = None) -> tuple[str, str]:
     """The record's checksum (blake2b of its canonical JSON without ``checksum``) and the record
-    as one canonical line that starts with that checksum."""
-    body = {k: v for k, v in record.items() if k != "checksum"}
-    text = canonical_json(body)
+    as one canonical line that starts with that checksum. ``known``: the canonical JSON of some
+    of its values, already made (a call's request): the object's canonical JSON is its members'
+    in key order, so those are not written again (``tests/cassette/test_persist.py`` checks the
+    bytes against :func:`canonical_json` of the whole)."""
+    if known:
+        text = "{" + ",".join(f"{canonical_json(k)}:{known[k] if k in known else canonical_json(record[k])}"
+                              for k in sorted(record) if k != "checksum") + "}"
+    else:
+        text = canonical_json({k: v for k, v in record.items() if k != "checksum"})
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
     line = f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
     return digest, line
