@@ -19,6 +19,7 @@ import atexit
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 
 @contextmanager
@@ -52,14 +53,10 @@ def young_collections_only(threshold: int = 50_000) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+@cache
 def no_collection_at_exit() -> None:
     """At interpreter exit, leave the objects alive then to the OS: CPython's last collection walks
     all of them, the modules' included (~0.05-0.09 s after an audit, measured). Only for commands
     that have closed every file they wrote and whose objects need no finalizer: an object in a
-    cycle then never has ``__del__`` called."""
-    if not _NO_COLLECTION_AT_EXIT:
-        _NO_COLLECTION_AT_EXIT.append(True)
-        atexit.register(gc.freeze)
-
-
-_NO_COLLECTION_AT_EXIT: list[bool] = []
+    cycle then never has ``__del__`` called. Registered once, however often it is called."""
+    atexit.register(gc.freeze)

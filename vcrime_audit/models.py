@@ -208,38 +208,14 @@ def list_models(root: Path | None = None) -> list[ModelEntry]:
     return [load_model_file(p) for p in sorted(root.glob("*.yaml"))]
 
 
-_ENTRIES: dict[tuple[str, str, int, int], ModelEntry] = {}
-_ENTRIES_MAX = 512
-
-
 def load_model_file(path: Path) -> ModelEntry:
-    """The entry of a model file. A file read before and unchanged (same size and mtime) is not
-    parsed and validated again (a study gets its three models' entries once per run); each caller
-    gets its own copy."""
+    """The entry of a model file (its YAML parsed once while unchanged: a study gets its three
+    models' entries once per run)."""
     from .ids import shown_path
-    from .scrub import register_entry
+    from .yamlio import describe, load_yaml_once
 
     try:
-        stat = path.stat()
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read model file ({exc.strerror}); fix: check the "
-                         "path") from None
-    key = (str(path.resolve()), shown_path(path), stat.st_size, stat.st_mtime_ns)
-    entry = _ENTRIES.get(key)
-    if entry is None:
-        entry = _parse_model_file(path, key[1])
-        if len(_ENTRIES) >= _ENTRIES_MAX:
-            _ENTRIES.clear()
-        _ENTRIES[key] = entry
-    register_entry(entry)
-    return entry.model_copy(deep=True)
-
-
-def _parse_model_file(path: Path, shown: str) -> ModelEntry:
-    from .yamlio import describe, load_yaml
-
-    try:
-        data = load_yaml(path)
+        data = load_yaml_once(path)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read model file ({exc.strerror}); fix: check the "
                          "path") from None
@@ -249,11 +225,15 @@ def _parse_model_file(path: Path, shown: str) -> ModelEntry:
         raise ModelError(f"{path}: not a valid model file: expected a mapping at the top, got "
                          f"{type(data).__name__}; fix: see local_models/smollm2-135m.yaml")
     try:
-        return ModelEntry.model_validate({**data, "source_file": shown})
+        entry = ModelEntry.model_validate({**data, "source_file": shown_path(path)})
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise ModelError(f"{path}: {field}: {first['msg']} ({len(exc.errors())} error(s))") from None
+    from .scrub import register_entry
+
+    register_entry(entry)
+    return entry
 
 
 def is_human(name: str) -> bool:

@@ -6,7 +6,6 @@ reason, so a broken scenario file never surfaces as a bare traceback.
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,24 +144,12 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return path
 
 
-_PARSED: dict[tuple[str, int, int], Any] = {}
-_PARSED_MAX = 512
-
-
 def _read_yaml(path: Path) -> Any:
-    """The file's YAML data; a file read before, unchanged (same size and mtime), is not parsed
-    again (a study loads each task once per run; PyYAML takes ~0.2 s for a task with its map).
-    Each caller gets its own copy."""
-    from .yamlio import load_yaml, problem_of
+    """The file's YAML data (parsed once while unchanged: :func:`yamlio.load_yaml_once`)."""
+    from .yamlio import load_yaml_once, problem_of
 
     try:
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        if key not in _PARSED:
-            if len(_PARSED) >= _PARSED_MAX:
-                _PARSED.clear()
-            _PARSED[key] = load_yaml(path)
-        return copy.deepcopy(_PARSED[key])
+        return load_yaml_once(path)
     except OSError as exc:
         raise ScenarioError(path, "", f"cannot read file: {exc.strerror or exc}",
                             "check that the file exists and is readable") from None

@@ -7,10 +7,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from .estimates import Cell
 from .overharm import RunHarm
 from .records import AuditInput, RunRow, TurnRow
 from .stats import RunValue
+
+RateCells = dict[tuple[str, str], tuple[Cell, Cell]]
+"""(judge, attacker) -> non-failure cell, catastrophic-failure cell."""
 
 NO_JUDGMENTS = (0.0, 0.0, (), ())
 """The :data:`judgment_table.JudgmentSums` of a run its judge never scored."""
@@ -27,18 +32,26 @@ def add_judgment_sums(nf: Cell, cat: Cell, run: RunRow, sums: Sequence) -> None:
         cat.sources[run.run_id] = tuple(risky_turns)
 
 
-def turn_rate_cells(data: AuditInput) -> dict[tuple[str, str], tuple[Cell, Cell]]:
-    """(judge, attacker) -> its non-failure and catastrophic-failure cells over every turn the judge
-    scored in the attacker's finished runs (in ``data.runs`` order). Read, never changed, by the
-    metrics and by the judge audit (``AuditInput.turn_rate_cells`` builds them once)."""
+def turn_rate_cells(data: AuditInput, rows: np.ndarray | None = None) -> RateCells:
+    """(judge, attacker) -> its non-failure and catastrophic-failure cells over the judgment rows
+    selected by ``rows`` (every row of a finished run when None; in ``data.runs`` order). The
+    cells over every row are read, never changed, by the metrics and by the judge audit
+    (``AuditInput.turn_rate_cells`` builds them once)."""
     table = data.judgment_table
-    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}))
+    finished = table.rows_of_runs({r.run_id for r in data.runs})
+    sums = table.sums(finished if rows is None else finished & rows)
     cells = {(j, a): (Cell([], {}), Cell([], {})) for j in data.judges for a in data.attackers}
     for judge in data.judges:
         for run in data.runs:
             nf, cat = cells[judge, run.attacker]
             add_judgment_sums(nf, cat, run, sums.get((judge, run.run_id), NO_JUDGMENTS))
     return cells
+
+
+def keyed_rate_cells(prefix: str, cells: RateCells) -> dict[str, Cell]:
+    """``{prefix}_nf/judge/attacker`` and ``{prefix}_cat/judge/attacker``, judge by judge."""
+    return {f"{prefix}_{metric}/{j}/{a}": pair[k] for (j, a), pair in cells.items()
+            for k, metric in enumerate(("nf", "cat"))}
 
 
 def build_cells(data: AuditInput, harm: Mapping[str, RunHarm],

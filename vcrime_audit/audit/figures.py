@@ -230,14 +230,7 @@ FIGURES: dict[str, tuple[Callable[[AttackerMetrics, Path, bool], Path], str]] = 
     "heatmap": (heatmap_figure, HEATMAP_FIGURE)}
 
 
-def figure_paths(folder: Path) -> dict[str, Path]:
-    return {name: folder / file for name, (_, file) in FIGURES.items()}
-
-
 def draw_all(m: AttackerMetrics, folder: Path, synthetic: bool) -> dict[str, Path]:
     """Every figure, written into ``folder``; name -> path."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = figure_paths(folder)
-    for name, (draw, _) in FIGURES.items():
-        draw(m, paths[name], synthetic)
-    return paths
+    return {name: draw(m, folder / file, synthetic) for name, (draw, file) in FIGURES.items()}

@@ -13,8 +13,8 @@ from itertools import combinations
 
 import numpy as np
 
-from .cells import NO_JUDGMENTS, add_judgment_sums
-from .estimates import Cell, Estimate, bootstrap_cells, nanmedian_rows
+from .cells import keyed_rate_cells, turn_rate_cells
+from .estimates import Estimate, bootstrap_cells, nanmedian_rows
 from .records import AuditInput, ModelInfo
 from .stats import (
     DEFAULT_CONFIDENCE,
@@ -114,23 +114,6 @@ def relation(judge: str, attacker: str, models: Mapping[str, ModelInfo]) -> str:
     if judge not in models or attacker not in models:
         return UNKNOWN_VENDOR
     return SAME_VENDOR if models[judge].vendor == models[attacker].vendor else CROSS_VENDOR
-
-
-def common_cells(data: AuditInput, common: np.ndarray) -> dict[str, Cell]:
-    """'common_nf/judge/attacker' and 'common_cat/judge/attacker' cells over the judgment rows
-    selected by `common` (:meth:`JudgmentTable.common_rows`)."""
-    table = data.judgment_table
-    sums = table.sums(table.rows_of_runs({r.run_id for r in data.runs}) & common)
-    cells: dict[str, Cell] = {}
-    for judge in data.judges:
-        for attacker in data.attackers:
-            cells[f"common_nf/{judge}/{attacker}"] = Cell([], {})
-            cells[f"common_cat/{judge}/{attacker}"] = Cell([], {})
-        for run in data.runs:
-            add_judgment_sums(cells[f"common_nf/{judge}/{run.attacker}"],
-                              cells[f"common_cat/{judge}/{run.attacker}"], run,
-                              sums.get((judge, run.run_id), NO_JUDGMENTS))
-    return cells
 
 
 def rank_agreement(metric: str, rates: dict[str, dict[str, float]], basis: str = "",
@@ -268,15 +251,12 @@ def judge_audit(data: AuditInput, *, n_resamples: int = DEFAULT_RESAMPLES, seed:
     if not n_common:
         return _with_note(empty, "no turn was scored by every judge; re-judge the same turns with "
                                  "each judge first")
-    rates = data.turn_rate_cells
-    cells = {**common_cells(data, common),
-             **{f"full_{metric}/{j}/{a}": rates[j, a][k] for j in judges for a in attackers
-                for k, metric in enumerate(("nf", "cat"))}}
+    cells = {**keyed_rate_cells("common", turn_rate_cells(data, common)),
+             **keyed_rate_cells("full", data.turn_rate_cells)}
     estimates, replicates = bootstrap_cells(cells, data.tasks, n_resamples=n_resamples, seed=seed,
                                             confidence=confidence)
     table = data.judgment_table
-    per_judge = np.bincount(table.judge, minlength=len(table.judges)).tolist()
-    counts = dict(zip(table.judges, per_judge, strict=True))
+    counts = dict(zip(table.judges, np.bincount(table.judge).tolist(), strict=True))
     judged = {j: counts.get(j, 0) for j in judges}
     bases = {"non_failure": (f"the {n_common} attacker turns every judge scored", "common_nf"),
              "catastrophic": ("each judge's full set of judged turns (" + ", ".join(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..statuses import RUN_OUTCOMES
 
 if TYPE_CHECKING:
-    from .estimates import Cell
+    from .cells import RateCells
     from .judgment_table import JudgmentTable
 
 FINAL_STATUSES: tuple[str, ...] = RUN_OUTCOMES
@@ -94,7 +94,7 @@ class AuditInput:
         return JudgmentTable.of(self.judgments)
 
     @cached_property
-    def turn_rate_cells(self) -> dict[tuple[str, str], tuple[Cell, Cell]]:
+    def turn_rate_cells(self) -> RateCells:
         """(judge, attacker) -> non-failure and catastrophic-failure cells (:func:`cells.turn_rate_cells`;
         built once, before the audit forks)."""
         from .cells import turn_rate_cells
