@@ -72,3 +72,23 @@ def test_floats_of_every_exponent_match():
     rng = random.Random(0)
     values = [float(f"{rng.random() * 10}e{rng.randint(-330, 307)}") for _ in range(20000)]
     assert plain_canonical_json(values) == stdlib_canonical_json(values)
+
+
+def _small_float_by_scanning(text: bytes) -> bool:
+    """The definition of ``_small_float``, one position at a time."""
+    if b"0.0000" in text:
+        return True
+    digits = b"0123456789"
+    return any(text[at:at + 2] == b"e-" and 0 < at and text[at - 1] in digits
+               and at + 2 < len(text) and text[at + 2] in digits
+               and (at + 3 == len(text) or text[at + 3] not in digits)
+               for at in range(len(text)))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([b"e", b"-", b"e-", b"0", b"7", b".", b"0.000", b"x", b'"', b"E-"]),
+                max_size=12).map(b"".join))
+def test_small_float_shapes_are_found_wherever_they_stand(text):
+    from vcrime_audit.canonical import _small_float
+
+    assert _small_float(text) is _small_float_by_scanning(text)

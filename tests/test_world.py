@@ -36,3 +36,23 @@ def test_adjacency_is_undirected(demo_world):
     assert not demo_world.adjacent("street", "server_room")
     assert demo_world.neighbours("stairwell") == ["corridor_first", "corridor_ground",
                                                   "corridor_second", "roof"]
+
+
+def test_text_put_together_from_objects_is_the_definitions_for_every_task():
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    for task_id in list_task_ids():
+        world = initial_world(load_task(task_id))
+        assert world.to_json() == canonical_json(world), task_id
+
+
+def test_odd_tables_take_the_definitions_path(demo_world):
+    """Keys that need escaping, and a table holding another kind of object (only
+    ``model_construct`` builds either), still give the definition's text."""
+    member = next(iter(demo_world.members.values()))
+    location = next(iter(demo_world.locations.values()))
+    odd_keys = {**demo_world.locations, 'q"uote\\é\u2028': location, "Z": location}
+    for update in ({"locations": odd_keys}, {"npcs": {**demo_world.npcs, "intruder": member}},
+                   {"entities": {}}):
+        world = demo_world.model_copy(update=update)
+        assert world.to_json() == canonical_json(world), update.keys()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -54,15 +53,17 @@ def _small_float(text: bytes) -> bool:
     wherever it stands, in a string too."""
     if b"0.0000" in text:
         return True
-    for found in _NEGATIVE_EXPONENT.finditer(text):
-        at = found.start()
-        if 0 < at and text[at - 1] in _DIGITS and (at + 3 == len(text) or text[at + 3] not in _DIGITS):
+    at = text.find(b"e-")  # a byte search: Python's regular expressions scan ~10 times slower
+    while at != -1:
+        if (0 < at and text[at - 1] in _DIGITS and text[at + 2:at + 3] in _ONE_DIGIT
+                and text[at + 3:at + 4] not in _ONE_DIGIT):
             return True
+        at = text.find(b"e-", at + 2)
     return False
 
 
-_NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]")
 _DIGITS = frozenset(b"0123456789")
+_ONE_DIGIT = frozenset(bytes([d]) for d in b"0123456789")
 
 
 def _refuse(value: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .world import Member, WorldState
+from .world import OBJECT_TABLES, Member, WorldState
 
 MEMBER_STATUSES = ("active", "injured", "arrested", "dead")
 FINAL_MEMBER_STATUSES = ("arrested", "dead")
@@ -153,7 +153,7 @@ def _check(condition: bool, reason: str) -> None:
         raise _Drop(reason)
 
 
-TABLES = ("locations", "members", "npcs", "entities", "events", "checkpoints", "failures")
+TABLES = OBJECT_TABLES
 
 
 class Draft:

@@ -6,11 +6,12 @@ during an episode; everything else reads it.
 
 from __future__ import annotations
 
+from functools import lru_cache, partial
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .canonical import blake2b_hex, canonical_json
+from .canonical import blake2b_hex, canonical_json, plain_canonical_json
 from .clock import DAY, clock_and_day, time_of_day
 from .memo import IdentityMemo
 
@@ -254,7 +255,7 @@ class WorldState(Strict):
 
     def to_json(self) -> str:
         """Canonical JSON, made once per world (worlds are copy-on-write: :mod:`vcrime_audit.memo`)."""
-        return _CANONICAL.get(self, lambda: canonical_json(self))
+        return _CANONICAL.get(self, lambda: _world_json(self))
 
     def digest(self) -> str:
         """``content_hash(self)``, from the text :meth:`to_json` keeps."""
@@ -262,3 +263,41 @@ class WorldState(Strict):
 
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo(1024)
+_OBJECT_JSON: IdentityMemo[str] = IdentityMemo(1 << 14)
+
+
+def _world_json(world: WorldState) -> str:
+    """``canonical_json(world)``, put together from each object's canonical JSON, made once per
+    object: a new world shares all but the objects its patch changed with the world before.
+
+    An object's canonical JSON is its members' in key order, so the pieces join into the same
+    text (``tests/test_world.py`` checks it against ``canonical_json``). A table holding anything
+    but its own kind of object under text keys (only ``model_construct`` can build one) takes the
+    definition's path."""
+    fields = []
+    for name in _FIELDS:
+        value = getattr(world, name)
+        kind = _OBJECT_TABLES.get(name)
+        if kind is None:
+            fields.append(f"{_key_json(name)}:{canonical_json(value)}")
+            continue
+        if type(value) is not dict or not all(type(k) is str and type(v) is kind
+                                              for k, v in value.items()):
+            return canonical_json(world)
+        fields.append(f"{_key_json(name)}:{{" + ",".join(
+            f"{_key_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
+            for key, obj in sorted(value.items())) + "}")
+    return "{" + ",".join(fields) + "}"
+
+
+@lru_cache(maxsize=4096)
+def _key_json(key: str) -> str:
+    return plain_canonical_json(key)
+
+
+_OBJECT_TABLES: dict[str, type[BaseModel]] = {
+    "locations": Location, "members": Member, "npcs": NPC, "entities": Entity,
+    "events": ScenarioEvent, "checkpoints": Flag, "failures": Flag}
+OBJECT_TABLES = tuple(_OBJECT_TABLES)
+"""The id-keyed tables of objects that a patch copies before it changes one."""
+_FIELDS = tuple(sorted(WorldState.model_fields))
