@@ -92,3 +92,36 @@ def test_small_float_shapes_are_found_wherever_they_stand(text):
     from vcrime_audit.canonical import _small_float
 
     assert _small_float(text) is _small_float_by_scanning(text)
+
+
+LONG_DATA = st.recursive(LEAVES | st.text(min_size=40, max_size=120), lambda inner: st.lists(
+    inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4), max_leaves=12)
+"""Data with long texts: few values for its length, which the fast path checks value by value."""
+
+
+@settings(max_examples=1500, deadline=None)
+@given(DATA | LONG_DATA)
+def test_non_finite_floats_are_found_by_either_check(value):
+    import json
+
+    import orjson
+
+    from vcrime_audit.canonical import _holds_non_finite, _non_finite
+
+    try:
+        fast = orjson.dumps(value)
+    except TypeError:
+        return
+    try:
+        json.dumps(value, allow_nan=False)
+        non_finite = False
+    except ValueError:
+        non_finite = True
+    assert _holds_non_finite(value) is non_finite
+    assert _non_finite(value, fast) or not non_finite
+
+
+@settings(max_examples=1500, deadline=None)
+@given(LONG_DATA)
+def test_long_texts_give_the_same_text_or_refusal(value):
+    assert outcome(plain_canonical_json, value) == outcome(stdlib_canonical_json, value)

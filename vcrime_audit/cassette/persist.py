@@ -87,10 +87,9 @@ def line_checksum(line: str) -> tuple[str | None, bool]:
         return None, False
     end = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
     claimed = line[len(CHECKSUM_PREFIX):end]
-    rest = line[end + 2:]
-    body = "{" + rest if line[end:end + 2] == '",' else "{}"
-    actual = hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
-    return claimed, actual == claimed
+    body = hashlib.blake2b(b"{", digest_size=16)
+    body.update(line[end + 2:].encode("utf-8") if line[end:end + 2] == '",' else b"}")
+    return claimed, body.hexdigest() == claimed
 
 
 def chain_update(chain: str, checksum: str) -> str:
@@ -145,7 +144,6 @@ def parse_lines(path: Path, text: str, *, torn_tail_ok: bool = False
     and is left out; every whole line must still be valid.
     """
     records: list[dict[str, Any]] = []
-    good = 0
     lines = text.split("\n")
     complete = lines[:-1] if text.endswith("\n") or torn_tail_ok else lines
     for number, line in enumerate(complete, start=1):
@@ -159,8 +157,8 @@ def parse_lines(path: Path, text: str, *, torn_tail_ok: bool = False
         elif records and records[0].get("format") == 2:
             _check_checksum(path, number, line)
         records.append(record)
-        good += len(line.encode("utf-8")) + 1
-    return records, complete[:len(records)], good
+    held = complete[:len(records)]
+    return records, held, len("\n".join(held).encode("utf-8")) + 1 if held else 0
 
 
 def _check_checksum(path: Path, number: int, line: str) -> None:
