@@ -7,6 +7,8 @@ import time
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.committed import DEMO_RUN
 from vcrime_audit.agents import attacker, judge, world_manager
@@ -146,3 +148,38 @@ def test_a_scripted_episode_records_and_replays_identical(tmp_path, monkeypatch)
     assert recorded.turns >= 1 and recorded.model_calls >= 7 * recorded.turns
     again = asyncio.run(replay(recorded.cassette, tmp_path / "replay.sqlite"))
     assert again.identical and again.model_calls == 0
+
+
+def _findall_over_the_text(text):
+    """What Hints.read found before it matched line by line: each pattern over the whole text."""
+    from vcrime_audit.backends import scripted
+
+    return [pattern.findall(text) for pattern in
+            (scripted._EXITS, scripted._AT, scripted._NAME, scripted._OPEN_CHECKPOINT)]
+
+
+def _line_by_line(text):
+    from vcrime_audit.backends import scripted
+
+    items = scripted._items(text)
+    return [[m if len(m) > 1 else m[0] for m in scripted._found(pattern, items)] for pattern in
+            (scripted._EXITS, scripted._AT, scripted._NAME, scripted._OPEN_CHECKPOINT)]
+
+
+def test_line_by_line_finds_what_findall_finds_in_every_tasks_views():
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    for task_id in list_task_ids():
+        text = full_view(initial_world(load_task(task_id)))
+        assert _line_by_line(text) == _findall_over_the_text(text), task_id
+
+
+PIECES = ["- ", "-", "\n", "\n\n", " ", "a", "b_1", "(", ")", "[", "]", ",", ";", ":", " exits ",
+          ": exits a, b_1", " (A, guard) at b_1, alert", ") at a:", " [not met] reach a", "\r",
+          "Crew members:", "x", "é"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
+def test_line_by_line_finds_what_findall_finds_in_any_text(text):
+    assert _line_by_line(text) == _findall_over_the_text(text)

@@ -75,6 +75,23 @@ _NAME = re.compile(r"^- ([a-z][a-z0-9_]*) \(([^,;)]*)", re.M)
 _OPEN_CHECKPOINT = re.compile(r"^- [a-z][a-z0-9_]* \[not met\] (.*)$", re.M)
 
 
+_LITERAL = {_EXITS: ": exits ", _AT: ") at ", _NAME: " (", _OPEN_CHECKPOINT: " [not met] "}
+
+
+def _items(text: str) -> list[str]:
+    """The lines of ``text`` that start with "- ", the only ones the patterns above can match:
+    matching them line by line finds what ``findall`` over the text finds, ~4 times faster
+    (the patterns match within one line; ``tests/backends/test_scripted.py`` compares both)."""
+    return [line for line in text.split("\n") if line.startswith("- ")]
+
+
+def _found(pattern: re.Pattern[str], items: list[str]) -> list[tuple[str, ...]]:
+    """The groups of every item ``pattern`` matches; items without its literal part (which
+    every match contains) are not tried."""
+    needle = _LITERAL[pattern]
+    return [m.groups() for m in (pattern.match(i) for i in items if needle in i) if m is not None]
+
+
 @dataclass
 class Hints:
     """What a player would read off the world view in the prompt (agents/render.full_view):
@@ -90,14 +107,15 @@ class Hints:
     @classmethod
     def read(cls, messages: list[Message]) -> Hints:
         text = messages[-1].content if messages else ""
+        items = _items(text)
         hints = cls({loc: [e.strip() for e in exits.split(",") if e.strip()]
-                     for loc, exits in _EXITS.findall(text)}, dict(_AT.findall(text)))
+                     for loc, exits in _found(_EXITS, items)}, dict(_found(_AT, items)))
         if "Crew members:" in text:
             crew = text.split("Crew members:", 1)[1].split("\n\n", 1)[0]
-            hints.crew = {who for who, _ in _AT.findall(crew)}
-        wanted = " ".join(_OPEN_CHECKPOINT.findall(text)).lower()
+            hints.crew = {who for who, _ in _found(_AT, _items(crew))}
+        wanted = " ".join(m[0] for m in _found(_OPEN_CHECKPOINT, items)).lower()
         hints.words = set(re.findall(r"[a-z]+", wanted))
-        names = {i: n.lower() for i, n in _NAME.findall(text)}
+        names = {i: n.lower() for i, n in _found(_NAME, items)}
         hints.goals = {i for i in [*hints.exits, *hints.position]
                        if i.replace("_", " ") in wanted or (names.get(i) or "\0") in wanted}
         return hints
