@@ -5,7 +5,7 @@ import pytest
 from vcrime_audit.agents.calling import CallRecord
 from vcrime_audit.engine import TurnRecord
 from vcrime_audit.store import Store, turn_rows_hash
-from vcrime_audit.store.db import StoreError
+from vcrime_audit.store.db import ROW_ORDER, StoreError
 from vcrime_audit.store.migrations import MIGRATIONS, migrate
 
 RUN = {"run_id": "r1", "task_id": "t", "seed": 0, "attacker": "a", "judge": "j", "status": "running"}
@@ -56,3 +56,21 @@ def test_not_a_database(tmp_path):
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="not a usable SQLite store"):
         Store(path)
+
+
+def test_rows_read_as_sqlite_utils_reads_them(tmp_path, demo_world):
+    store = Store(tmp_path / "s.sqlite")
+    store.start_run(RUN)
+    for turn in (2, 1, 3):
+        store.commit_turn("r1", record(demo_world, turn), "j")
+    for table in ("turns", "calls", "judgments", "patches", "harm"):
+        assert store.rows(table, "r1") == list(store.db[table].rows_where(
+            "run_id = ?", ["r1"], order_by=ROW_ORDER[table])), table
+    assert [r["turn"] for r in store.rows("turns", "r1")] == [1, 2, 3]
+    assert store.runs() == list(store.db["runs"].rows_where(order_by="started_at, run_id"))
+    assert store.run("r1") == next(store.db["runs"].rows_where("run_id = ?", ["r1"]))
+    assert store.run("nobody") is None
+    store.db.conn.execute("DROP TABLE harm")
+    assert store.rows("harm", "r1") == []  # an older store without the table: nothing, as before
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        store.select("turns", "no_column = 1", [], "rowid")

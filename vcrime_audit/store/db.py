@@ -232,17 +232,29 @@ class Store:
             for table in (*FOLLOWUP_RUN_TABLES, *RUN_TABLES[1:], "runs"):
                 self.db.conn.execute(f"DELETE FROM [{table}] WHERE run_id = ?", [run_id])
 
+    def select(self, table: str, where: str, args: list[Any], order_by: str) -> list[dict[str, Any]]:
+        """Rows of ``table`` as dicts, like sqlite-utils' ``rows_where`` (nothing for a table the
+        store lacks) without its query of the schema per call."""
+        try:
+            cursor = self.db.conn.execute(
+                f"SELECT * FROM [{table}] WHERE {where} ORDER BY {order_by}", args)
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith("no such table"):
+                return []
+            raise
+        columns = [c[0] for c in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor]
+
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.db["runs"].rows_where("run_id = ?", [run_id]))
+        rows = self.select("runs", "run_id = ?", [run_id], "rowid")
         return rows[0] if rows else None
 
     def runs(self) -> list[dict[str, Any]]:
-        return list(self.db["runs"].rows_where(order_by="started_at, run_id"))
+        return self.select("runs", "1", [], "started_at, run_id")
 
     def rows(self, table: str, run_id: str, where: str = "") -> list[dict[str, Any]]:
-        order = ROW_ORDER.get(table, "rowid")
         clause = "run_id = ?" + (f" AND {where}" if where else "")
-        return list(self.db[table].rows_where(clause, [run_id], order_by=order))
+        return self.select(table, clause, [run_id], ROW_ORDER.get(table, "rowid"))
 
 
 def trajectory_rows(store: Store, run_id: str,
