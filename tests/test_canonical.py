@@ -99,17 +99,17 @@ LONG_DATA = st.recursive(LEAVES | st.text(min_size=40, max_size=120), lambda inn
 """Data with long texts: few values for its length, which the fast path checks value by value."""
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=3000, deadline=None)
 @given(DATA | LONG_DATA)
-def test_non_finite_floats_are_found_by_either_check(value):
+def test_values_checked_one_by_one_are_written_alike_and_non_finite_ones_found(value):
     import json
 
     import orjson
 
-    from vcrime_audit.canonical import _holds_non_finite, _non_finite
+    from vcrime_audit.canonical import _ORJSON_OPTIONS, _non_finite, _refuse, _written_alike
 
     try:
-        fast = orjson.dumps(value)
+        fast = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:
         return
     try:
@@ -117,8 +117,10 @@ def test_non_finite_floats_are_found_by_either_check(value):
         non_finite = False
     except ValueError:
         non_finite = True
-    assert _holds_non_finite(value) is non_finite
-    assert _non_finite(value, fast) or not non_finite
+    if _written_alike(value):
+        assert fast == stdlib_canonical_json(value).encode("utf-8")
+    assert not (non_finite and _written_alike(value))
+    assert _non_finite(value) or not non_finite
 
 
 @settings(max_examples=1500, deadline=None)

@@ -71,14 +71,9 @@ def _refuse(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _non_finite(plain: Any, fast: bytes) -> bool:
-    """Whether ``plain`` may hold NaN or an infinity (orjson writes them as ``null``; ``fast`` is
-    what it wrote). Data of few values for its length (long texts: stored rows, worlds) is
-    walked value by value; other data is written again by pydantic's encoder, which writes them
-    as ``NaN`` and ``Infinity``, found wherever they stand, in a string too. The walk costs per
-    value and the encoder per byte: ~60 ns against ~2 ns."""
-    if len(fast) > _WALK_BYTES_PER_VALUE * (fast.count(b",") + 1):
-        return _holds_non_finite(plain)
+def _non_finite(plain: Any) -> bool:
+    """Whether ``plain`` may hold NaN or an infinity (orjson writes them as ``null``): pydantic's
+    encoder writes them as ``NaN`` and ``Infinity``, found wherever they stand, in a string too."""
     try:
         text = pydantic_core.to_json(plain, inf_nan_mode="constants")
     except Exception:  # noqa: BLE001 -- whatever it refuses goes the standard library's way
@@ -87,11 +82,14 @@ def _non_finite(plain: Any, fast: bytes) -> bool:
 
 
 _WALK_BYTES_PER_VALUE = 32
+"""Data with more bytes per value than this (long texts: stored rows, worlds, requests) is
+checked value by value (:func:`_written_alike`, ~60 ns a value), other data byte by byte
+(:func:`_small_float`, :func:`_non_finite`, ~2 ns a byte)."""
 
 
-def _holds_non_finite(plain: Any) -> bool:
-    """Whether a value of ``plain`` is a float that is not finite, or of a type other than plain
-    JSON data's (a float subclass, say)."""
+def _written_alike(plain: Any) -> bool:
+    """Whether orjson writes every value of ``plain`` as the standard library does: no float
+    that is not finite or under 1e-4, and nothing but plain JSON data (a float subclass, say)."""
     stack = [plain]
     while stack:
         value = stack.pop()
@@ -102,9 +100,9 @@ def _holds_non_finite(plain: Any) -> bool:
             stack.extend(value.values())
         elif kind is list or kind is tuple:
             stack.extend(value)
-        elif kind is not float or not math.isfinite(value):
-            return True
-    return False
+        elif kind is not float or not math.isfinite(value) or 0.0 < abs(value) < 1e-4:
+            return False
+    return True
 
 
 def _orjson_canonical(plain: Any) -> bytes | None:
@@ -116,8 +114,10 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     (``null`` where the standard library raises), and what it refuses (integers beyond 64
     bits, lone surrogates, keys that are not strings, dataclasses, dates and subclasses). Each
     of those gets None, so the caller takes the standard library's path, which writes the
-    defined text or raises as before. The shapes of a small float (:func:`_small_float`) get
-    None wherever they stand, in a string too: that costs time, never bytes.
+    defined text or raises as before. Data of few values for its length is checked value by
+    value (:func:`_written_alike`); other data by its bytes: the shapes of a small float
+    (:func:`_small_float`) and ``null`` get None wherever they stand, in a string too: that costs
+    time, never bytes.
 
     One difference is left: an ``Enum`` member or a ``UUID`` is written (as its value, as its
     text) where the standard library raises ``TypeError``; plain JSON data, what every caller
@@ -127,7 +127,9 @@ def _orjson_canonical(plain: Any) -> bytes | None:
         fast = orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
-    if _small_float(fast) or (b"null" in fast and _non_finite(plain, fast)):
+    if len(fast) > _WALK_BYTES_PER_VALUE * (fast.count(b",") + 1):
+        return fast if _written_alike(plain) else None
+    if _small_float(fast) or (b"null" in fast and _non_finite(plain)):
         return None
     return fast
 
