@@ -127,3 +127,12 @@ def test_values_checked_one_by_one_are_written_alike_and_non_finite_ones_found(v
 @given(LONG_DATA)
 def test_long_texts_give_the_same_text_or_refusal(value):
     assert outcome(plain_canonical_json, value) == outcome(stdlib_canonical_json, value)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(DATA | LONG_DATA, max_size=6))
+def test_a_lists_hash_checked_value_by_value_is_its_content_hash(values):
+    from vcrime_audit.canonical import list_content_hash
+
+    assert outcome(lambda v: list_content_hash(v, 4), values) == outcome(lambda v: content_hash(v, 4),
+                                                                         values)
