@@ -82,9 +82,11 @@ def _non_finite(plain: Any) -> bool:
 
 
 _WALK_BYTES_PER_VALUE = 32
-"""Data with more bytes per value than this (long texts: stored rows, worlds, requests) is
-checked value by value (:func:`_written_alike`, ~60 ns a value), other data byte by byte
-(:func:`_small_float`, :func:`_non_finite`, ~2 ns a byte)."""
+_WALK_VALUES = 16
+"""Data of few values (a column of a row digest), or with more bytes per value than
+``_WALK_BYTES_PER_VALUE`` (long texts: stored rows, worlds, requests), is checked value by value
+(:func:`_written_alike`, ~60 ns a value); other data byte by byte (:func:`_small_float`,
+:func:`_non_finite`: ~2 ns a byte, and ~1 us to call pydantic's encoder)."""
 
 
 def _written_alike(plain: Any) -> bool:
@@ -114,8 +116,8 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     (``null`` where the standard library raises), and what it refuses (integers beyond 64
     bits, lone surrogates, keys that are not strings, dataclasses, dates and subclasses). Each
     of those gets None, so the caller takes the standard library's path, which writes the
-    defined text or raises as before. Data of few values for its length is checked value by
-    value (:func:`_written_alike`); other data by its bytes: the shapes of a small float
+    defined text or raises as before. Data of few values, or few for its length, is checked
+    value by value (:func:`_written_alike`); other data by its bytes: the shapes of a small float
     (:func:`_small_float`) and ``null`` get None wherever they stand, in a string too: that costs
     time, never bytes.
 
@@ -127,7 +129,8 @@ def _orjson_canonical(plain: Any) -> bytes | None:
         fast = orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
-    if len(fast) > _WALK_BYTES_PER_VALUE * (fast.count(b",") + 1):
+    values = fast.count(b",") + 1  # at least the values it holds, keys counted as values
+    if values <= _WALK_VALUES or len(fast) > _WALK_BYTES_PER_VALUE * values:
         return fast if _written_alike(plain) else None
     if _small_float(fast) or (b"null" in fast and _non_finite(plain)):
         return None
@@ -154,20 +157,6 @@ def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
 
 def content_hash(obj: Any, digest_size: int = 16) -> str:
     return blake2b_hex(plain_canonical_bytes(to_plain(obj)), digest_size)
-
-
-def list_content_hash(values: list[Any], digest_size: int = 16) -> str:
-    """:func:`content_hash` of a list of plain JSON data (a column of stored rows, say), checked
-    value by value (:func:`_written_alike`) however short its text: cheaper than the byte
-    checks for the many small lists a row digest hashes."""
-    if _written_alike(values):
-        try:
-            fast = orjson.dumps(values, default=_refuse, option=_ORJSON_OPTIONS)
-        except TypeError:
-            pass
-        else:
-            return hashlib.blake2b(fast, digest_size=digest_size).hexdigest()
-    return content_hash(values, digest_size)
 
 
 @lru_cache(maxsize=16)

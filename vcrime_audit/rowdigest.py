@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .canonical import list_content_hash
+from .canonical import content_hash
 
 COLUMN_HASH_HEX = 6
 Rows = dict[str, list[dict[str, Any]]]
@@ -38,7 +38,7 @@ def row_digest(tables: Rows) -> dict[str, Any]:
         for index, row in enumerate(rows):
             grouped.setdefault(unit_of(row, index), []).append(row)
         units[table] = {
-            unit: "".join(list_content_hash([r.get(c) for r in group], 4)[:COLUMN_HASH_HEX]
+            unit: "".join(content_hash([r.get(c) for r in group], 4)[:COLUMN_HASH_HEX]
                           for c in names)
             for unit, group in grouped.items()}
     return {"columns": columns, "units": units}

@@ -136,9 +136,8 @@ def _parse(path: Path, number: int, line: str) -> dict[str, Any]:
 
 
 def parse_lines(path: Path, text: str, *, torn_tail_ok: bool = False
-                ) -> tuple[list[dict[str, Any]], list[str], int]:
-    """Records of a cassette's text, checked line by line, their lines, and the number of bytes
-    that held them.
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Records of a cassette's text, checked line by line, and their lines.
 
     With ``torn_tail_ok`` (a journal) whatever follows the last newline is a line torn by a crash
     and is left out; every whole line must still be valid.
@@ -157,8 +156,7 @@ def parse_lines(path: Path, text: str, *, torn_tail_ok: bool = False
         elif records and records[0].get("format") == 2:
             _check_checksum(path, number, line)
         records.append(record)
-    held = complete[:len(records)]
-    return records, held, len("\n".join(held).encode("utf-8")) + 1 if held else 0
+    return records, complete[:len(records)]
 
 
 def _check_checksum(path: Path, number: int, line: str) -> None:
@@ -199,7 +197,7 @@ def read_final(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CassetteFileError(f"{path}: not UTF-8 text at byte {exc.start}; fix: {FIX}") from None
-    records, lines, _ = parse_lines(path, text)
+    records, lines = parse_lines(path, text)
     check_header(path, records)
     return records, lines
 
@@ -209,7 +207,8 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     journal = journal_path(path)
     raw = journal.read_bytes()
     text = raw.decode("utf-8", errors="replace")
-    records, lines, good = parse_lines(journal, text, torn_tail_ok=True)
+    records, lines = parse_lines(journal, text, torn_tail_ok=True)
+    good = len("\n".join(lines).encode("utf-8")) + 1 if lines else 0  # the bytes that held them
     if good < len(raw):
         with open(journal, "r+b") as handle:
             handle.truncate(good)
