@@ -157,12 +157,13 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
 
 
 def test_copy_for_writing_is_a_deep_copy_of_every_object_of_every_task():
-    from vcrime_audit.patch import TABLES, _copy_for_writing
+    from vcrime_audit.patch import _copy_for_writing
     from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+    from vcrime_audit.world import OBJECT_TABLES
 
     for task_id in list_task_ids():
         world = initial_world(load_task(task_id))
-        for table in TABLES:
+        for table in OBJECT_TABLES:
             for obj in getattr(world, table).values():
                 copied, deep = _copy_for_writing(obj), obj.model_copy(deep=True)
                 assert copied == deep and copied.model_fields_set == deep.model_fields_set

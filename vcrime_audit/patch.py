@@ -153,16 +153,13 @@ def _check(condition: bool, reason: str) -> None:
         raise _Drop(reason)
 
 
-TABLES = OBJECT_TABLES
-
-
 class Draft:
     """A copy-on-write world: its tables are new dicts, its objects shared with the original
     until :meth:`own` copies one for writing. Nothing reachable from the original is changed."""
 
     def __init__(self, world: WorldState) -> None:
         self.world = world.model_copy(update={
-            **{t: dict(getattr(world, t)) for t in TABLES},
+            **{t: dict(getattr(world, t)) for t in OBJECT_TABLES},
             "globals": world.globals.model_copy(), "attacker": world.attacker.model_copy()})
         self._owned: set[tuple[str, str]] = set()
 
