@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vcrime_audit.backends.base import GenerateRequest, Message
-from vcrime_audit.canonical import content_hash
+from vcrime_audit.canonical import canonical_json, content_hash
 from vcrime_audit.cassette.keys import cassette_key
 from vcrime_audit.models import Sampling
 
@@ -30,3 +30,17 @@ def test_the_fast_key_is_the_defined_key(content, schema, fingerprint, seed, att
     other = {**fingerprint, "engine": ["another", len(fingerprint)]}  # a key per fingerprint
     assert cassette_key(request, other) == content_hash({"request": request, "fingerprint": other})
     assert cassette_key(request, fingerprint) == defined
+
+
+def test_what_a_request_keeps_follows_copies_and_stays_out_of_its_fields():
+    request = GenerateRequest(role="judge", call="assess", model="m",
+                              messages=[Message(role="user", content="hi")], sampling=Sampling(seed=1))
+    key = cassette_key(request, {"engine": "x"})
+    retry = request.model_copy(update={"attempt": 1})
+    assert retry.canonical() == canonical_json(retry)
+    assert retry.digest() == content_hash(retry) != request.digest()
+    assert cassette_key(retry, {"engine": "x"}) == content_hash(
+        {"request": retry, "fingerprint": {"engine": "x"}}) != key
+    fresh = GenerateRequest.model_validate(request.model_dump())
+    assert fresh == request and request.model_dump() == fresh.model_dump()
+    assert set(request.model_dump()) == set(GenerateRequest.model_fields)

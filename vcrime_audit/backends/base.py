@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..canonical import blake2b_hex, plain_canonical_json
 from ..errors import BackendError
@@ -32,34 +33,52 @@ class GenerateRequest(BaseModel):
     sampling: Sampling
     output_schema: dict[str, Any] | None = None
     attempt: int = Field(0, description="Retry number; retries are separate, recorded requests.")
-    _plain: dict[str, Any] | None = PrivateAttr(default=None)
-    _canonical: str | None = PrivateAttr(default=None)
-    _keys: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    # The request is frozen, so what is made from it is kept in the instance's __dict__ (a
+    # pydantic private attribute costs ~1 us per read, several times per call); pydantic's
+    # equality, dumps and validation look at the fields only, and model_copy drops these.
+    @cached_property
+    def _plain(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @cached_property
+    def _canonical(self) -> str:
+        return plain_canonical_json(self._plain)
+
+    @cached_property
+    def _keys(self) -> dict[str, str]:
+        return {}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> GenerateRequest:
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _MADE_ONCE:
+            copied.__dict__.pop(name, None)
+        return copied
 
     def plain(self) -> dict[str, Any]:
         """The request as plain JSON data, made once (the request is frozen); do not modify it."""
-        if self._plain is None:
-            self._plain = self.model_dump(mode="json")
         return self._plain
 
     def canonical(self) -> str:
         """The request's canonical JSON, made once: the cassette key and the stored
         ``request_hash`` both hash it."""
-        if self._canonical is None:
-            self._canonical = plain_canonical_json(self.plain())
         return self._canonical
 
     def digest(self) -> str:
         """blake2b of :meth:`canonical` (``calls.request_hash``)."""
-        return blake2b_hex(self.canonical())
+        return blake2b_hex(self._canonical)
 
     def keyed(self, fingerprint_json: str, make: Callable[[], str]) -> str:
         """``make()``, made once per fingerprint: a call's cassette key is looked up, then
         recorded under (``cassette.keys.cassette_key``)."""
-        key = self._keys.get(fingerprint_json)
+        keys = self._keys
+        key = keys.get(fingerprint_json)
         if key is None:
-            key = self._keys[fingerprint_json] = make()
+            key = keys[fingerprint_json] = make()
         return key
+
+
+_MADE_ONCE = ("_plain", "_canonical", "_keys")
 
 
 class Usage(BaseModel):

@@ -92,7 +92,7 @@ class Cassette:
         self._lines: list[str] = []
         self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._played: dict[str, int] = defaultdict(int)
-        self._pending: list[tuple[object | None, dict[str, Any], str]] = []
+        self._pending: list[tuple[object | None, dict[str, Any], GenerateRequest]] = []
         self._journal: Journal | None = None
         self._from_journal = False
         self._summary_in_journal = False
@@ -210,7 +210,7 @@ class Cassette:
 
     def play(self, request: GenerateRequest, fingerprint: dict[str, Any]) -> GenerateResult | None:
         """The next recorded answer to ``request``; a recorded failure is raised again."""
-        if not self.replaying:
+        if not self.replaying or not self._by_key:
             return None
         plain = request.plain()
         key = cassette_key(request, fingerprint)
@@ -249,20 +249,23 @@ class Cassette:
     def append(self, request: GenerateRequest, fingerprint: dict[str, Any],
                result: GenerateResult | None, parsed: Any, error: dict[str, str] | None = None) -> None:
         """A new call record (an answer, or an ``error`` {type, message}); written at the next
-        :meth:`flush` of its unit."""
-        key = cassette_key(request, fingerprint)
-        record: dict[str, Any] = {"type": "call", "key": key, "request": request.plain(),
-                                  "fingerprint": fingerprint}
+        :meth:`flush` of its unit, which also makes its key and checksum (a recording job
+        flushes on a worker thread, and hashing lets other threads run)."""
+        record: dict[str, Any] = {"type": "call", "request": request.plain(), "fingerprint": fingerprint}
         if error is not None:
             record["error"] = error
         else:
             record["result"] = to_plain(result)
             record["parsed"] = parsed
-        record["checksum"], line = checksummed(record, {"request": request.canonical()})
         self.calls.append(record)
-        self._by_key[key].append(record)
-        self._played[key] += 1
-        self._pending.append((UNIT.get(), record, line))
+        self._pending.append((UNIT.get(), record, request))
+
+    @staticmethod
+    def _sealed(record: dict[str, Any], request: GenerateRequest) -> str:
+        """A new call record's key and checksum, set; its line."""
+        record["key"] = cassette_key(request, record["fingerprint"])
+        record["checksum"], line = checksummed(record, {"request": request.canonical()})
+        return line
 
     def _open_journal(self) -> Journal:
         if self._journal is not None:
@@ -295,8 +298,9 @@ class Cassette:
             due = [p for p in self._pending if p[0] in (unit, None)]
             self._pending = [p for p in self._pending if p[0] not in (unit, None)]
         if due:
-            journal.append([p[1] for p in due], [p[2] for p in due])
-            self._lines.extend(p[2] for p in due)
+            lines = [self._sealed(record, request) for _, record, request in due]
+            journal.append([p[1] for p in due], lines)
+            self._lines.extend(lines)
         return len(due)
 
     def discard_pending(self) -> None:
