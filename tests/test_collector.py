@@ -66,6 +66,35 @@ def test_young_collections_only_collect_young_cycles_and_leave_old_ones():
     assert old_alive() is None
 
 
+
+def test_overlapping_blocks_restore_the_thresholds_when_the_last_one_closes():
+    """Two replays of one event loop: the first to start ends first (not last-in, first-out)."""
+    import asyncio
+
+    before = gc.get_threshold()
+
+    async def replay(started: asyncio.Event, other_started: asyncio.Event, leave: asyncio.Event) -> None:
+        with young_collections_only():
+            started.set()
+            await other_started.wait()
+            await leave.wait()
+            assert gc.get_threshold()[2] == OLD_GENERATION_NEVER
+
+    async def main() -> None:
+        a_started, b_started, a_leave, b_leave = (asyncio.Event() for _ in range(4))
+        a = asyncio.create_task(replay(a_started, b_started, a_leave))
+        b = asyncio.create_task(replay(b_started, a_started, b_leave))
+        await a_started.wait(), await b_started.wait()
+        a_leave.set()
+        await a
+        assert gc.get_threshold()[2] == OLD_GENERATION_NEVER, "b is still inside"
+        b_leave.set()
+        await b
+
+    asyncio.run(main())
+    assert gc.get_threshold() == before
+
+
 EXIT_SCRIPT = """
 import gc, sys
 from vcrime_audit.collector import no_collection_at_exit

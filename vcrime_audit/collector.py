@@ -39,18 +39,30 @@ OLD_GENERATION_NEVER = 2**31 - 1
 """A threshold the count of young collections never reaches (a C int)."""
 
 
+_young_only_depth = 0
+_thresholds_outside: tuple[int, ...] = ()
+
+
 @contextmanager
 def young_collections_only(threshold: int = 50_000) -> Iterator[None]:
     """Inside the block, the collector walks only the objects made since its last pass, after every
     ``threshold`` allocations (CPython's default: 700, when most of a turn's objects are still
     alive), never the old ones (the worlds of the runs in flight); thresholds as they were after.
-    For long jobs that may raise often: their exceptions' cycles are still collected."""
-    before = gc.get_threshold()
-    gc.set_threshold(threshold, before[1], OLD_GENERATION_NEVER)
+    For long jobs that may raise often: their exceptions' cycles are still collected.
+
+    Blocks may nest and overlap (coroutines of one event loop leave them in any order): the
+    thresholds come back when the last open block closes."""
+    global _young_only_depth, _thresholds_outside
+    if _young_only_depth == 0:
+        _thresholds_outside = gc.get_threshold()
+    _young_only_depth += 1
+    gc.set_threshold(threshold, _thresholds_outside[1], OLD_GENERATION_NEVER)
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        _young_only_depth -= 1
+        if _young_only_depth == 0:
+            gc.set_threshold(*_thresholds_outside)
 
 
 @cache

@@ -12,6 +12,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
+from .collector import young_collections_only
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .fingerprints import weights_digest
@@ -85,6 +86,16 @@ TurnObserver = Callable[[str, TurnRecord], None]
 async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Cassette,
                 inner: ModelBackend | None, store: Store, owns_inner: bool = True,
                 observer: TurnObserver | None = None) -> RunOutcome:
+    """One episode, live or replayed. The cycle collector walks only young objects meanwhile
+    (:func:`collector.young_collections_only`): a turn's objects die young, and walking the
+    worlds in flight again and again cost a replay ~7 % of its CPU."""
+    with young_collections_only():
+        return await _episode(config, world, roles, cassette, inner, store, owns_inner, observer)
+
+
+async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette: Cassette,
+                   inner: ModelBackend | None, store: Store, owns_inner: bool,
+                   observer: TurnObserver | None) -> RunOutcome:
     run_id = config.run_id()
     recorder = Recorder(RUN, run_id, cassette, store, inner, owns_inner=owns_inner)
     engine = Engine(recorder.backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
@@ -208,12 +219,13 @@ def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, Mod
 
 async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
-    cassette = Cassette(cassette_path, RecordMode.none)
-    config, world, entries = _from_meta(cassette)
-    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
-                      MAX_RUN_ID)
-    store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
-    return await _play(config, world, _roles(config, entries), cassette, None, store)
+    with young_collections_only():  # reading the cassette makes many objects too
+        cassette = Cassette(cassette_path, RecordMode.none)
+        config, world, entries = _from_meta(cassette)
+        run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
+                          MAX_RUN_ID)
+        store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
+        return await _play(config, world, _roles(config, entries), cassette, None, store)
 
 
 async def replay_loaded(cassette: Cassette, store: Store) -> RunOutcome:
