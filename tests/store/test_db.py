@@ -74,3 +74,31 @@ def test_rows_read_as_sqlite_utils_reads_them(tmp_path, demo_world):
     assert store.rows("harm", "r1") == []  # an older store without the table: nothing, as before
     with pytest.raises(sqlite3.OperationalError, match="no such column"):
         store.select("turns", "no_column = 1", [], "rowid")
+
+
+def test_a_read_off_the_loop_follows_the_writes_sent_before_it(tmp_path, demo_world):
+    import asyncio
+    import threading
+
+    store = Store(tmp_path / "s.sqlite")
+    store.start_run(RUN)
+
+    async def main() -> tuple[list[int], list[int], str, str]:
+        in_place = await store.read_off_loop(lambda s: [t["turn"] for t in s.rows("turns", "r1")])
+        for turn in (1, 2, 3):
+            await store.commit_off_loop(
+                lambda s, turn=turn: s.write_turn("r1", record(demo_world, turn), "j"))
+        where: list[str] = []
+
+        def read(s: Store) -> list[int]:
+            where.append(threading.current_thread().name)
+            return [t["turn"] for t in s.rows("turns", "r1")]
+
+        return in_place, await store.read_off_loop(read), where[0], threading.current_thread().name
+
+    try:
+        in_place, turns, reader, loop_thread = asyncio.run(main())
+    finally:
+        store.close()
+    assert in_place == [] and turns == [1, 2, 3]
+    assert reader.startswith("store-writer") and reader != loop_thread

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlite_utils
 
@@ -29,6 +29,8 @@ from .schema import schema_problems
 if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
     from ..engine import TurnRecord
     from .writer import StoreWriter
+
+T = TypeVar("T")
 
 HASHED_TABLES = ("turns", "calls", "judgments", "patches")
 LEGACY_HASHED_TABLES = ("turns", "judgments", "patches")
@@ -159,6 +161,13 @@ class Store:
 
             self._writer = StoreWriter(self.path)
         await self._writer.commit(write, transaction)
+
+    async def read_off_loop(self, read: Callable[[Store], T]) -> T:
+        """``read(store)`` on this store's writer thread, after the transactions sent before it:
+        it sees what they wrote, and the event loop runs meanwhile."""
+        if self._writer is None:
+            return read(self)
+        return await self._writer.commit(read, transaction=False)
 
     @contextmanager
     def immediate(self) -> Iterator[None]:

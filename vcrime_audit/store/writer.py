@@ -12,10 +12,12 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from .db import Store
+
+T = TypeVar("T")
 
 
 class StoreWriter:
@@ -24,20 +26,19 @@ class StoreWriter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         self._store: Store | None = None
 
-    def _transaction(self, write: Callable[[Store], None], transaction: bool) -> None:
+    def _transaction(self, write: Callable[[Store], T], transaction: bool) -> T:
         if self._store is None:
             from .db import Store
             self._store = Store(self.path)
         if not transaction:
-            write(self._store)
-            return
+            return write(self._store)
         with self._store.db.conn:
-            write(self._store)
+            return write(self._store)
 
-    async def commit(self, write: Callable[[Store], None], transaction: bool = True) -> None:
+    async def commit(self, write: Callable[[Store], T], transaction: bool = True) -> T:
         """Run ``write(store)`` (in one transaction unless ``transaction`` is false) on the
-        writer thread; returns once committed."""
-        await asyncio.wrap_future(self._pool.submit(self._transaction, write, transaction))
+        writer thread; returns its value once committed."""
+        return await asyncio.wrap_future(self._pool.submit(self._transaction, write, transaction))
 
     def _close(self) -> None:
         if self._store is not None:
