@@ -54,7 +54,7 @@ def test_young_collections_only_collect_young_cycles_and_leave_old_ones():
     old, old_alive = cycle()
     gc.collect()  # `old` survives a full collection: it is in the old generation now
     with pytest.raises(KeyError), young_collections_only(threshold=100):
-        assert gc.get_threshold() == (100, before[1], OLD_GENERATION_NEVER)
+        assert gc.get_threshold() == (100, OLD_GENERATION_NEVER, OLD_GENERATION_NEVER)
         young, young_alive = cycle()
         del young, old
         allocate(20_000)

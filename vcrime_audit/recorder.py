@@ -26,6 +26,7 @@ from .backends.base import ModelBackend
 from .cassette import Cassette, RecordingBackend
 from .identity import ReplayCheck
 from .scrub import scrub_text
+from .slices import take_turn
 from .statuses import CRASHED, RUNNING
 from .store import Store
 from .store.db import StoreError
@@ -114,25 +115,50 @@ class Recorder:
     def start(self, row: dict[str, Any], clear: Callable[[Store], None] | None = None,
               also: Callable[[Store], None] | None = None) -> None:
         """Claim the job and replace any earlier attempt's rows by a fresh ``running`` row."""
+        self._check_unclaimed()
+        self._start(self.store, row, clear, also)
+        _CLAIMED.add(self._claim)
+        kill_point("start")
+
+    async def start_off_loop(self, row: dict[str, Any], clear: Callable[[Store], None] | None = None,
+                             also: Callable[[Store], None] | None = None) -> None:
+        """:meth:`start` without blocking the event loop: a recording job's claim runs on the
+        store's writer thread, after the transactions sent before it (on the loop, taking the
+        write lock waited for them, in SQLite's busy handler's growing sleeps). A replay starts
+        in place."""
+        if not self.cassette.recording:
+            return self.start(row, clear, also)
+        self._check_unclaimed()
+        _CLAIMED.add(self._claim)  # before the wait: another task of this process may start it too
+        try:
+            await self.store.commit_off_loop(lambda store: self._start(store, row, clear, also),
+                                             transaction=False)
+        except BaseException:
+            _CLAIMED.discard(self._claim)
+            raise
+        kill_point("start")
+
+    def _check_unclaimed(self) -> None:
         if self._claim in _CLAIMED:
             raise WriterBusy(f"{self.kind.noun} {self.job_id} is being written by this process "
                              "already (is it listed twice?); fix: list each job once")
-        conn = self.store.db.conn
-        with self.store.immediate():
+
+    def _start(self, store: Store, row: dict[str, Any], clear: Callable[[Store], None] | None,
+               also: Callable[[Store], None] | None) -> None:
+        conn = store.db.conn
+        with store.immediate():
             found = conn.execute(f"SELECT status, writer FROM [{self.kind.table}] WHERE "
                                  f"[{self.kind.key}] = ?", [self.job_id]).fetchone()
             if found and found[0] == RUNNING and found[1] != this_writer() and writer_alive(found[1]):
                 raise WriterBusy(f"{self.kind.noun} {self.job_id} is being written by process "
-                                 f"{found[1]} into {self.store.path}; fix: wait for it to finish, "
+                                 f"{found[1]} into {store.path}; fix: wait for it to finish, "
                                  "or use another --db")
             if clear is not None:
-                clear(self.store)
+                clear(store)
             conn.execute(f"DELETE FROM [{self.kind.table}] WHERE [{self.kind.key}] = ?", [self.job_id])
-            self.store.insert_rows(self.kind.table, [{**row, "status": RUNNING, "writer": this_writer()}])
+            store.insert_rows(self.kind.table, [{**row, "status": RUNNING, "writer": this_writer()}])
             if also is not None:
-                also(self.store)
-        _CLAIMED.add(self._claim)
-        kill_point("start")
+                also(store)
 
     def commit(self, write: Callable[[], None], unit: object | None = None) -> None:
         """The unit's calls reach the journal first, then its rows reach the store."""
@@ -154,6 +180,7 @@ class Recorder:
         kill_point("flush")
         await self.store.commit_off_loop(write)
         kill_point("commit")
+        await take_turn()
 
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final

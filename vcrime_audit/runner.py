@@ -105,7 +105,7 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
                "fingerprint": weights_digest(recorder.backend, r.name)}
               for r in {roles.attacker.name: roles.attacker, roles.judge.name: roles.judge,
                         roles.world_manager.name: roles.world_manager}.values()]
-    recorder.start({
+    await recorder.start_off_loop({
         "run_id": run_id, "task_id": world.task_id, "map_id": world.map_id, "goal_id": world.goal_id,
         "seed": config.seed, "attacker": config.attacker, "judge": config.judge,
         "world_manager": config.world_manager, "backend": config.backend,

@@ -23,11 +23,13 @@ from .cassette.persist import cassette_exists, journal_path
 from .collector import young_collections_only
 from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
+from .harm import prepare_default_lexicon
 from .ids import MAX_SEED, IdError, check_id
 from .models import get_model
 from .runner import RunConfig, RunOutcome, cassette_path, run_episode
 from .scenario import ScenarioError, list_task_ids
 from .scrub import scrub_text
+from .slices import take_turn
 from .statuses import RUN_OUTCOMES
 from .store import Store
 
@@ -167,6 +169,7 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     store = Store(study.db)
     progress = StudyProgress(total=len(runs))
     pending = unfinished(runs, store, study.cassette_dir, progress)
+    prepare_default_lexicon(sum(c.max_turns for c in pending))
     owned = pending and backend is None and not replay_only
     if owned:
         names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
@@ -191,6 +194,7 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
         async with semaphore:
             async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
                 await asyncio.sleep(0)
+            await take_turn()  # and in line with the answers waiting for their slice
             resume = cassette_exists(cassette_path(config, study.cassette_dir))
             mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
             try:

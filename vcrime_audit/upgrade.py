@@ -16,7 +16,7 @@ from typing import Any
 
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
-from .cassette.persist import chain_update, line_checksum, record_line, write_final
+from .cassette.persist import chain_update, claimed_checksum, record_line, write_final
 from .identity import ReplayCheck
 from .store import Store
 from .store.db import LEGACY_HASHED_TABLES, trajectory_rows
@@ -85,7 +85,7 @@ def upgrade_cassette(path: Path, store: Path | None = None) -> str:
         lines.append(record_line({k: v for k, v in call.items() if k != "checksum"}))
     chain = ""
     for line in lines:
-        chain = chain_update(chain, line_checksum(line)[0] or "")
+        chain = chain_update(chain, claimed_checksum(line))
     lines.append(record_line({"type": "summary", **check.summary, "records": len(lines),
                               "chain": chain}))
     write_final(path, lines)

@@ -308,6 +308,30 @@ def test_screen_and_cache_do_not_change_readings():
         assert classify(item, fast) == classify(item, plain)
 
 
+def test_a_screen_compiled_up_front_reads_alike_and_only_a_big_job_compiles_it():
+    import dataclasses
+
+    from vcrime_audit import harm
+
+    items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET)
+    plain = dataclasses.replace(load_lexicon(DEFAULT_LEXICON), screen=None, cache={})
+    early = load_lexicon(DEFAULT_LEXICON)
+    early.screen.compile()
+    assert early.screen._compiled is not None
+    assert [classify(i, early) for i in items] == [classify(i, plain) for i in items]
+
+    default = harm.default_lexicon()
+    saved = default.screen._compiled
+    try:
+        default.screen._compiled = None
+        harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2)  # can never need it
+        assert default.screen._compiled is None
+        harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2 + 1)
+        assert default.screen._compiled is not None
+    finally:
+        default.screen._compiled = saved
+
+
 def test_labelled_file_errors_name_the_item(tmp_path):
     path = tmp_path / "set.yaml"
     path.write_text(

@@ -31,9 +31,9 @@ from .persist import (
     cassette_exists,
     chain_update,
     checksummed,
+    claimed_checksum,
     drop_empty_journal,
     journal_path,
-    line_checksum,
     read_final,
     read_journal,
     record_checksum,
@@ -317,8 +317,7 @@ class Cassette:
         self.flush()
         chain = ""
         for line in self._lines:
-            checksum, _ = line_checksum(line)
-            chain = chain_update(chain, checksum or "")
+            chain = chain_update(chain, claimed_checksum(line))
         summary = {"type": "summary", **fields, "records": len(self._lines), "chain": chain}
         summary["checksum"] = record_checksum(summary)
         line = record_line(summary)

@@ -81,6 +81,13 @@ def record_line(record: dict[str, Any]) -> str:
     return checksummed(record)[1]
 
 
+def claimed_checksum(line: str) -> str:
+    """The checksum a line we wrote begins with ("" if none), without hashing it again: what
+    the summary's chain hash is made of."""
+    return line[len(CHECKSUM_PREFIX):len(CHECKSUM_PREFIX) + CHECKSUM_HEX] \
+        if line.startswith(CHECKSUM_PREFIX) else ""
+
+
 def line_checksum(line: str) -> tuple[str | None, bool]:
     """The checksum a line claims, and whether the rest of the line matches it."""
     if not line.startswith(CHECKSUM_PREFIX):
@@ -307,5 +314,5 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
             body.update(records=len(lines), chain=chain)
         line = record_line(body)
         lines.append(line)
-        chain = chain_update(chain, line_checksum(line)[0] or "")
+        chain = chain_update(chain, claimed_checksum(line))
     write_final(path, lines)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..backends.base import BackendError, GenerateRequest, GenerateResult, ModelBackend
 from ..scrub import scrub_obj, scrub_text
+from ..slices import take_turn
 from .cassette import Cassette
 
 
@@ -57,6 +58,7 @@ class RecordingBackend:
         self.model_calls += 1
         try:
             result = await self.inner.generate(request)
+            await take_turn()
         except BackendError as exc:
             message = scrub_text(str(exc))
             self.cassette.append(request, fingerprint, None, None,
