@@ -19,7 +19,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
-SLICE_S = 0.020
+SLICE_S = 0.010
 """How long the loop may run answers' continuations before it serves its timers and sockets."""
 
 
