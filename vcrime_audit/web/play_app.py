@@ -51,6 +51,7 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
         return guard.respond(html, sid, new, status, started)
 
     async def show(request: Request) -> Response:
+        await wait_for_change(game, SUBMIT_WAIT_S)  # a game just started: until the person is asked
         return render(request)
 
     async def submit(request: Request) -> Response:
