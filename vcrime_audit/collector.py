@@ -12,9 +12,9 @@ allocations, and, as the heap grows, walks every object again, each time. Measur
   collections only (below), 113.5 s and 49 left: the cycles that do form (an exception and its
   frames) die young;
 - young collections that still walked the middle generation every tenth pass held that study's
-  event loop for 0.15-0.34 s at a time; walking only the youngest objects, every 20,000
-  allocations, the worst stall of its 320-run benchmark fell to 56-70 ms, and one replay's CPU
-  fell ~7 % when replays and verification ran this way too.
+  event loop for 0.15-0.34 s at a time. Walking only the youngest objects, every 20,000
+  allocations, the worst stall of its 320-run benchmark is 56-87 ms, about what it is with the
+  collector off (88 ms); replays and verification run this way too (one replay: ~7 % less CPU).
 """
 
 from __future__ import annotations

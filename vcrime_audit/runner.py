@@ -129,8 +129,8 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
     finally:
         await recorder.aclose()
     final = last.world_after if last and last.world_after else world
-    read = _row_hashes(run_id)
-    digest, rows_digest = await store.read_off_loop(read) if cassette.recording else read(store)
+    digest, rows_digest = (await store.read_off_loop(lambda s: _row_hashes(s, run_id))
+                           if cassette.recording else _row_hashes(store, run_id))
     status, reason = (last.status, last.reason) if last else (MAX_TURNS, "no turn played")
     turns = last.turn if last else 0
     check = await recorder.finish_off_loop(
@@ -142,14 +142,12 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
                       recorder.backend.model_calls, recorder.backend.replayed, check)
 
 
-def _row_hashes(run_id: str) -> Callable[[Store], tuple[str, dict[str, Any]]]:
-    """Reads the run's rows back and hashes them (its ``turn_rows_hash`` and row digest): ~10 ms
-    for a 30-turn run, which a recording job does on the store's writer thread, so the event loop
+def _row_hashes(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
+    """The run's rows read back and hashed (its ``turn_rows_hash`` and row digest): ~10 ms for a
+    30-turn run, which a recording job does on the store's writer thread, so the event loop
     keeps serving the other runs when many end at once."""
-    def read(store: Store) -> tuple[str, dict[str, Any]]:
-        rows = trajectory_rows(store, run_id)
-        return content_hash(rows), row_digest(rows)
-    return read
+    rows = trajectory_rows(store, run_id)
+    return content_hash(rows), row_digest(rows)
 
 
 def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:

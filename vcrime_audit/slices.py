@@ -24,11 +24,11 @@ SLICE_S = 0.010
 
 
 class LoopSlices:
-    """The slices of one event loop."""
+    """The slices of the event loop that runs it (kept per loop by :func:`take_turn`; it holds
+    no reference to the loop, so a closed loop is freed with its slices)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, slice_s: float = SLICE_S,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        self.loop, self.slice_s, self.clock = loop, slice_s, clock
+    def __init__(self, slice_s: float = SLICE_S, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.slice_s, self.clock = slice_s, clock
         self.started = clock()
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._round_due = False
@@ -40,12 +40,18 @@ class LoopSlices:
         while self._waiting or self.clock() - self.started >= self.slice_s:
             if not self._waiting and not self._round_due:
                 self._per_round = max(1, self._ran)
-            future = self.loop.create_future()
+            loop = asyncio.get_running_loop()
+            future = loop.create_future()
             self._waiting.append(future)
             if not self._round_due:
                 self._round_due = True
-                self.loop.call_soon(self._new_round)
-            await future
+                loop.call_soon(self._new_round)
+            try:
+                await future
+            except BaseException:  # cancelled in line: leave no future (nor its loop) behind
+                if future in self._waiting:
+                    self._waiting.remove(future)
+                raise
             if self.clock() - self.started < self.slice_s:
                 break
         self._ran += 1
@@ -62,7 +68,7 @@ class LoopSlices:
                 future.set_result(None)
         if self._waiting:
             self._round_due = True
-            self.loop.call_soon(self._new_round)
+            asyncio.get_running_loop().call_soon(self._new_round)
 
 
 _SLICES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopSlices] = weakref.WeakKeyDictionary()
@@ -73,5 +79,5 @@ async def take_turn() -> None:
     loop = asyncio.get_running_loop()
     slices = _SLICES.get(loop)
     if slices is None:
-        slices = _SLICES[loop] = LoopSlices(loop)
+        slices = _SLICES[loop] = LoopSlices()
     await slices.take_turn()

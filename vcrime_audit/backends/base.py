@@ -78,7 +78,8 @@ class GenerateRequest(BaseModel):
         return key
 
 
-_MADE_ONCE = ("_plain", "_canonical", "_keys")
+_MADE_ONCE = tuple(name for name, member in vars(GenerateRequest).items()
+                   if isinstance(member, cached_property))
 
 
 class Usage(BaseModel):

@@ -304,13 +304,12 @@ class Cassette:
         return len(due)
 
     def discard_pending(self) -> None:
-        """Forget calls of units that never committed (a crash): a resumed job asks again."""
+        """Forget calls of units that never committed (a crash): a resumed job asks again.
+        (Calls recorded in this process are never looked up, so only ``calls`` holds them.)"""
         dropped = {id(p[1]) for p in self._pending}
         self._pending = []
         if dropped:
             self.calls = [c for c in self.calls if id(c) not in dropped]
-            for key, records in list(self._by_key.items()):
-                self._by_key[key] = [r for r in records if id(r) not in dropped]
 
     def close_with_summary(self, fields: dict[str, Any]) -> None:
         """Flush everything, then append the summary with the chain hash over every record."""
