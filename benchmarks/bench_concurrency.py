@@ -2,8 +2,10 @@
 
 The SCRIPTED backend (no model) answers after ``--latency-ms`` (default 200 ms) with unlimited
 parallelism, like a vLLM server batching hundreds of sequences. The study runs in this process
-(``run_study``, what ``vcrime-audit study --concurrency N`` calls), recording cassettes and a
-store in a temporary folder, next to a heartbeat task.
+(``run_study``, what ``vcrime-audit study --concurrency N`` calls) or, with ``--processes N``, in
+N worker processes sharing the grid and the store (``run_study_processes``, what ``study
+--processes N`` calls), recording cassettes and a store in a temporary folder. Each event loop
+has a heartbeat task next to the study.
 
 Definitions:
 - in flight: calls the simulated server is working on: from the moment the engine sends a call
@@ -11,16 +13,17 @@ Definitions:
 - ideal: min(concurrency, runs not yet finished) at each moment -- a run has at most one call in
   flight at a time;
 - in-flight ratio: time integral of in-flight calls / time integral of the ideal, over the study;
-- CPU per call: CPU time of the event loop's thread over the study / calls, split into the
+- CPU per call: CPU time of the event loops' threads over the study / calls, split into the
   simulated server's (making the scripted answers, which a real server does elsewhere) and the
-  study's own; the ideal leaves latency / concurrency of loop time per call;
-- stall: how late the heartbeat (a 5 ms sleep) wakes up; the worst stall is the longest time the
-  event loop ran something else without yielding. A watchdog thread samples the loop thread's
+  study's own; the ideal leaves latency / concurrency x loops of loop time per call;
+- stall: how late a heartbeat (a 5 ms sleep) wakes up, from its first beat (the study's first
+  pause; nothing waits on the loop before it); the worst stall, over every loop, is the longest
+  time an event loop ran something else without yielding. A watchdog thread samples the loop thread's
   stack during stalls and names the code that held the loop (a thread only gets to sample when
   the loop thread lets go of the GIL, so calls that release it -- hashing, compression, SQLite
   -- are over-represented; the list says where to look, not exact shares).
 
-    python benchmarks/bench_concurrency.py [--concurrency 256] [--latency-ms 200]
+    python benchmarks/bench_concurrency.py [--concurrency 256] [--latency-ms 200] [--processes 1]
                                            [--attackers 8 --tasks 40 --seeds 3] [--max-turns 60] [--diagnose]
 
 ``--diagnose`` turns on asyncio debug mode, which logs every callback that held the loop
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import sys
 import tempfile
@@ -79,13 +83,15 @@ class Watchdog(threading.Thread):
 
     def __init__(self, loop_thread: int) -> None:
         super().__init__(daemon=True)
-        self.loop_thread, self.last_beat, self.stop = loop_thread, time.perf_counter(), False
+        self.loop_thread, self.stop = loop_thread, False
+        self.last_beat: float | None = None
+        """None until the heartbeat's first beat."""
         self.culprits: Counter[str] = Counter()
 
     def run(self) -> None:
         while not self.stop:
             time.sleep(0.010)
-            if time.perf_counter() - self.last_beat > STALL_S:
+            if self.last_beat is not None and time.perf_counter() - self.last_beat > STALL_S:
                 frame = sys._current_frames().get(self.loop_thread)
                 self.culprits[culprit(frame)] += 1
 
@@ -114,43 +120,113 @@ def ideal_integral(concurrency: int, total_runs: int, start: float, finishes: li
     return area + min(concurrency, left) * max(0.0, end - t)
 
 
-async def measure(spec: Any, latency_s: float) -> dict[str, Any]:
+class Instruments:
+    """What one event loop measures: the calls it sends, its heartbeat's stalls, its CPU."""
+
+    def __init__(self, inner: Any) -> None:
+        self.backend = Counting(inner)
+        self.stalls: list[float] = []
+        self.watchdog = Watchdog(threading.get_ident())
+        self.loop_cpu = 0.0
+
+    async def around(self, work: Any) -> Any:
+        """Await ``work`` with the heartbeat beating and the watchdog watching. The heartbeat's
+        first beat comes at the study's first pause: what runs before it (reading the store,
+        compiling the harm screen) holds no call back, as none has been sent."""
+        done = asyncio.Event()
+
+        async def heartbeat() -> None:
+            last = time.perf_counter()
+            self.watchdog.last_beat = last
+            while not done.is_set():
+                await asyncio.sleep(HEARTBEAT_S)
+                now = time.perf_counter()
+                self.stalls.append(now - last - HEARTBEAT_S)
+                self.watchdog.last_beat = last = now
+
+        beat = asyncio.create_task(heartbeat())
+        self.watchdog.start()
+        cpu = time.thread_time()
+        try:
+            return await work
+        finally:
+            self.loop_cpu = time.thread_time() - cpu
+            done.set()
+            await beat
+            self.watchdog.stop = True
+
+    def figures(self) -> dict[str, Any]:
+        return {"starts": self.backend.starts, "stalls": self.stalls, "culprits": self.watchdog.culprits,
+                "loop_cpu": self.loop_cpu, "server_cpu": self.backend.server_cpu}
+
+
+def scripted_backend(spec: Any) -> Any:
     from vcrime_audit.backends.registry import make_backend
     from vcrime_audit.models import get_model
-    from vcrime_audit.study import grid, run_study
+    from vcrime_audit.study import grid
 
-    runs = grid(spec)
-    names = {n for c in runs for n in (c.attacker, c.judge, c.world_manager)}
-    backend = Counting(make_backend(spec.backend, {n: get_model(n) for n in names}))
+    names = {n for c in grid(spec) for n in (c.attacker, c.judge, c.world_manager)}
+    return make_backend(spec.backend, {n: get_model(n) for n in names})
+
+
+async def in_this_process(spec: Any, finishes: list[float]) -> list[dict[str, Any]]:
+    """The study on this process's event loop (``study --processes 1``)."""
+    from vcrime_audit.study import run_study
+
+    instruments = Instruments(scripted_backend(spec))
+    await instruments.around(run_study(spec, backend=instruments.backend,
+                                       on_run=lambda _: finishes.append(time.perf_counter())))
+    await instruments.backend.aclose()
+    return [instruments.figures()]
+
+
+async def instrumented_share(task: Any) -> Any:
+    """A worker of ``study --processes N`` (:func:`vcrime_audit.study_processes.play_share`)
+    with this benchmark's instruments on its event loop; sends their figures to the parent."""
+    from vcrime_audit.study_processes import play_share
+
+    instruments = Instruments(scripted_backend(task.study))
+    progress = await instruments.around(play_share(task, backend=instruments.backend))
+    await instruments.backend.aclose()
+    task.send("measure", instruments.figures())
+    return progress
+
+
+def in_processes(spec: Any, processes: int, finishes: list[float]) -> list[dict[str, Any]]:
+    """The study in worker processes, as ``study --processes N`` runs it."""
+    from vcrime_audit.study_processes import run_study_processes, study_worker
+
+    figures: list[dict[str, Any]] = []
+    run_study_processes(spec, processes, worker=functools.partial(study_worker, play=instrumented_share),
+                        on_run=lambda _: finishes.append(time.perf_counter()),
+                        on_event=lambda event: figures.append(event[1]))
+    return figures
+
+
+def measure(spec: Any, latency_s: float, processes: int, debug: bool) -> dict[str, Any]:
+    """Run the study and put the loops' figures together. Times are ``perf_counter`` (the
+    system's monotonic clock, the same in every process); the study's clock starts before the
+    workers are started, so their start-up counts against the in-flight ratio."""
+    from vcrime_audit.study import grid
+
     finishes: list[float] = []
-    done = asyncio.Event()
-    stalls: list[float] = []
-    watchdog = Watchdog(threading.get_ident())
-
-    async def heartbeat() -> None:
-        last = time.perf_counter()
-        while not done.is_set():
-            await asyncio.sleep(HEARTBEAT_S)
-            now = time.perf_counter()
-            stalls.append(now - last - HEARTBEAT_S)
-            watchdog.last_beat = last = now
-
-    beat = asyncio.create_task(heartbeat())
-    watchdog.start()
-    started, cpu = time.perf_counter(), time.thread_time()
-    progress = await run_study(spec, backend=backend, on_run=lambda _: finishes.append(time.perf_counter()))
-    ended, loop_cpu = time.perf_counter(), time.thread_time() - cpu
-    done.set()
-    await beat
-    watchdog.stop = True
-    await backend.aclose()
-    busy = sum(min(s + latency_s, ended) - s for s in backend.starts)
-    ideal = ideal_integral(spec.concurrency, len(runs), started, finishes, ended)
-    return {"runs": progress.done, "turns": progress.turns, "calls": len(backend.starts),
-            "seconds": ended - started, "ratio": busy / ideal if ideal else float("nan"),
+    started = time.perf_counter()
+    if processes == 1:
+        figures = asyncio.run(in_this_process(spec, finishes), debug=debug)
+    else:
+        figures = in_processes(spec, processes, finishes)
+    ended = time.perf_counter()
+    starts = [s for f in figures for s in f["starts"]]
+    stalls = [s for f in figures for s in f["stalls"]]
+    busy = sum(min(s + latency_s, ended) - s for s in starts)
+    ideal = ideal_integral(spec.concurrency, len(grid(spec)), started, finishes, ended)
+    return {"runs": len(finishes), "calls": len(starts), "seconds": ended - started,
+            "ratio": busy / ideal if ideal else float("nan"), "loops": len(figures),
             "worst_stall": max(stalls, default=0.0), "stalls_over_50": sum(s > STALL_S for s in stalls),
-            "stalled_s": sum(s for s in stalls if s > STALL_S), "culprits": watchdog.culprits,
-            "loop_cpu": loop_cpu, "server_cpu": backend.server_cpu}
+            "stalled_s": sum(s for s in stalls if s > STALL_S),
+            "culprits": sum((f["culprits"] for f in figures), Counter()),
+            "loop_cpu": sum(f["loop_cpu"] for f in figures),
+            "server_cpu": sum(f["server_cpu"] for f in figures)}
 
 
 def main() -> None:
@@ -161,6 +237,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-turns", type=int, default=60, help="Turn cap (the paper's: 60).")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="Worker processes sharing the grid (study --processes N).")
     parser.add_argument("--diagnose", action="store_true")
     args = parser.parse_args()
     if args.diagnose:
@@ -170,19 +248,21 @@ def main() -> None:
                           args.latency_ms, max_turns=args.max_turns)
         scale = args.attackers * args.tasks * args.seeds
         print(f"grid {args.attackers} x {args.tasks} x {args.seeds} = {scale} runs, {args.max_turns}-turn "
-              f"cap (the paper's: 960 runs, 60 turns), concurrency {args.concurrency}, SCRIPTED backend "
+              f"cap (the paper's: 960 runs, 60 turns), concurrency {args.concurrency} in "
+              f"{args.processes} process(es), SCRIPTED backend "
               f"with {args.latency_ms:.0f} ms per call; {load_average()}")
-        result = asyncio.run(measure(spec, args.latency_ms / 1000), debug=args.diagnose)
+        result = measure(spec, args.latency_ms / 1000, args.processes, args.diagnose)
     r = result
-    print(f"{r['runs']} runs, {r['turns']} turns, {r['calls']} calls in {r['seconds']:.1f} s "
+    print(f"{r['runs']} runs, {r['calls']} calls in {r['seconds']:.1f} s "
           f"({r['calls'] / r['seconds']:.0f} calls/s; a call takes {args.latency_ms:.0f} ms)")
     print(f"in-flight ratio {100 * r['ratio']:.1f} % of the ideal (target >= 95 %); worst event-loop "
           f"stall {1000 * r['worst_stall']:.1f} ms (target <= 50 ms), {r['stalls_over_50']} stalls over "
           f"50 ms ({r['stalled_s']:.1f} s in all); {load_average()}")
     per_call = 1000 * r["loop_cpu"] / r["calls"]
     own = 1000 * (r["loop_cpu"] - r["server_cpu"]) / r["calls"]
-    budget = args.latency_ms / args.concurrency
-    print(f"CPU of the event loop's thread {r['loop_cpu']:.1f} s = {per_call:.2f} ms per call, "
+    budget = args.latency_ms / args.concurrency * r["loops"]
+    print(f"CPU of the event loops' threads ({r['loops']}) {r['loop_cpu']:.1f} s = {per_call:.2f} ms "
+          f"per call, "
           f"of which the simulated server's answers {r['server_cpu']:.1f} s; the study's own "
           f"{own:.2f} ms per call, where the ideal ({args.concurrency} calls in flight, "
           f"{args.latency_ms:.0f} ms each) leaves {budget:.2f} ms per call")

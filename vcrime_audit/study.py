@@ -168,18 +168,45 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     runs = grid(study, shard)
     store = Store(study.db)
     progress = StudyProgress(total=len(runs))
-    pending = unfinished(runs, store, study.cassette_dir, progress)
-    prepare_default_lexicon(sum(c.max_turns for c in pending))
-    owned = pending and backend is None and not replay_only
-    if owned:
-        names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
-        entries = {n: get_model(n) for n in names}
-        if study.backend != "openai" and not all(
-                cassette_exists(cassette_path(c, study.cassette_dir)) for c in pending):
-            for entry in entries.values():  # before any run: one line naming the missing weights
-                entry.weights_path()
-        backend = make_backend(study.backend, entries)
-    semaphore = asyncio.Semaphore(study.concurrency)
+    try:
+        pending = unfinished(runs, store, study.cassette_dir, progress)
+    except BaseException:
+        store.close()
+        raise
+    return await play_runs(study, pending, store, progress, backend, replay_only, on_turn, on_run)
+
+
+def in_order(total: int) -> Callable[[], int | None]:
+    """0, 1, ..., total - 1, then None: the runs of one process, taken in grid order."""
+    taken = iter(range(total))
+    return lambda: next(taken, None)
+
+
+async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, progress: StudyProgress,
+                    backend: ModelBackend | None = None, replay_only: bool = False,
+                    on_turn: Callable[[str, TurnRecord], None] | None = None,
+                    on_run: Callable[[RunOutcome], None] | None = None,
+                    take: Callable[[], int | None] | None = None) -> StudyProgress:
+    """Play ``pending`` with ``study.concurrency`` runs in flight, and close ``store``.
+
+    ``take`` hands out the index of the next run to play (None: no more); by default every run
+    in order. Processes that share one grid share one ``take`` (:mod:`vcrime_audit.study_processes`),
+    so each run is played once, by whichever process has a free slot first."""
+    take = take or in_order(len(pending))
+    try:
+        prepare_default_lexicon(sum(c.max_turns for c in pending))
+        owned = bool(pending) and backend is None and not replay_only
+        if owned:
+            names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
+            entries = {n: get_model(n) for n in names}
+            if study.backend != "openai" and not all(
+                    cassette_exists(cassette_path(c, study.cassette_dir)) for c in pending):
+                for entry in entries.values():  # before any run: one line naming the missing weights
+                    entry.weights_path()
+            backend = make_backend(study.backend, entries)
+    except BaseException:
+        store.close()
+        raise
     start_gate = asyncio.Lock()
     """A run's start (reading its task and cassette, claiming it in the store) runs on the event
     loop until its first model call; 256 runs starting in one pass would hold the loop for
@@ -191,28 +218,32 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
             on_turn(run_id, record)
 
     async def one(config: RunConfig) -> None:
-        async with semaphore:
-            async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
-                await asyncio.sleep(0)
-            await take_turn()  # and in line with the answers waiting for their slice
-            resume = cassette_exists(cassette_path(config, study.cassette_dir))
-            mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
-            try:
-                outcome = await run_episode(config, study.db, study.cassette_dir, mode,
-                                            store=store, backend=backend, observer=observe)
-            except Exception as exc:  # one run's crash must not stop the others
-                if not is_job_failure(exc):
-                    raise
-                progress.crashed.append((config.run_id(), scrub_text(f"{type(exc).__name__}: {exc}")))
-                return
+        async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
+            await asyncio.sleep(0)
+        await take_turn()  # and in line with the answers waiting for their slice
+        resume = cassette_exists(cassette_path(config, study.cassette_dir))
+        mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
+        try:
+            outcome = await run_episode(config, study.db, study.cassette_dir, mode,
+                                        store=store, backend=backend, observer=observe)
+        except Exception as exc:  # one run's crash must not stop the others
+            if not is_job_failure(exc):
+                raise
+            progress.crashed.append((config.run_id(), scrub_text(f"{type(exc).__name__}: {exc}")))
+            return
         progress.done += 1
         progress.outcomes.append(outcome)
         if on_run:
             on_run(outcome)
 
+    async def lane() -> None:
+        """One of ``concurrency`` slots: plays the runs it takes, one after the other."""
+        while (index := take()) is not None:
+            await one(pending[index])
+
     try:
         with young_collections_only():  # the worlds in flight are not walked again and again
-            await asyncio.gather(*(one(c) for c in pending))
+            await asyncio.gather(*(lane() for _ in range(min(study.concurrency, len(pending)))))
     finally:
         if owned and backend is not None:
             await backend.aclose()

@@ -31,10 +31,11 @@ def user_errors() -> tuple[type[Exception], ...]:
     from ..models import ModelError
     from ..scenario import ScenarioError, ScenarioErrors
     from ..store.db import StoreError
+    from ..study_processes import WorkerError
 
     return (AuditInputError, BackendError, CassetteError, CassetteMiss, FollowupInputError,
             IdError, LexiconError, ModelError, QueryFileError, ScenarioError, ScenarioErrors, StoreError,
-            ValueError)
+            ValueError, WorkerError)
 
 
 def fail(problem: object) -> NoReturn:

@@ -1,0 +1,224 @@
+"""A study played by several processes that share its grid and its store.
+
+One process's event loop and interpreter lock limit how many calls it keeps in flight (each call
+costs its loop ~1 ms: the prompt, the cassette, the turn's rows). ``study --processes N`` starts N
+worker processes (``spawn``: no thread of this one is copied). The parent reads the store once,
+finds the unfinished runs, and hands each worker the same list and one shared counter (a one-row
+SQLite file: its lock is released when a process holding it dies, so no worker can wait forever
+on a dead one). A worker with a free slot takes the next run, so every run is played once, and
+the processes finish together however long their runs are. Each worker has its own backend,
+store connection and writer thread; SQLite's locking serialises their transactions
+(``tests/test_concurrent_writers.py``), and a run's rows are the same whichever process plays it.
+
+Workers report to the parent, each through its own pipe (no lock shared between processes):
+each turn, each finished run, the runs that crashed, and a one-line error for bad input. A worker
+that dies (killed, out of memory) leaves its runs in progress unfinished; the parent says so, and
+the study resumes them when it is started again, as after any interruption.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from .backends.base import ModelBackend
+from .runner import RunConfig, RunOutcome
+from .store import Store
+from .study import StudyConfig, StudyProgress, grid, play_runs, unfinished
+
+
+class WorkerError(Exception):
+    """A worker process stopped on bad input, or died; carries the line to show."""
+
+
+class RunCounter:
+    """The index of the next run to play, shared by processes through a one-row SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    def create(self) -> RunCounter:
+        with sqlite3.connect(self.path) as conn:
+            conn.execute("CREATE TABLE next_run (next INTEGER NOT NULL)")
+            conn.execute("INSERT INTO next_run VALUES (0)")
+        conn.close()
+        return self
+
+    def take(self, total: int) -> int | None:
+        """The next index below ``total``, or None when every run has been taken."""
+        if self._conn is None:
+            self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._conn.execute("PRAGMA synchronous=OFF")
+        (index,) = self._conn.execute(
+            "UPDATE next_run SET next = next + 1 WHERE next < ? RETURNING next - 1", [total]
+        ).fetchone() or (None,)
+        return index
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "_conn": None}
+
+
+@dataclass
+class WorkerTask:
+    """What one worker process is given (pickled once, at its start)."""
+
+    index: int
+    workers: int
+    study: StudyConfig
+    pending: list[RunConfig]
+    replay_only: bool
+    counter: RunCounter
+    events: Connection
+    """This worker's end of its pipe to the parent."""
+    expected_errors: tuple[type[Exception], ...] = ()
+    """Errors that mean bad input: sent to the parent as their one line (others are bugs: the
+    worker's traceback goes to stderr)."""
+
+    def take(self) -> int | None:
+        return self.counter.take(len(self.pending))
+
+    def send(self, *event: Any) -> None:
+        self.events.send(event)
+
+
+def share_of(concurrency: int, index: int, workers: int) -> int:
+    """Worker ``index``'s runs in flight: ``concurrency`` split as evenly as whole numbers allow."""
+    return concurrency // workers + (index < concurrency % workers)
+
+
+async def play_share(task: WorkerTask, backend: ModelBackend | None = None) -> StudyProgress:
+    """Play the runs this worker takes; every turn and run is sent to the parent."""
+    study = task.study.model_copy(update={"concurrency": share_of(task.study.concurrency, task.index,
+                                                                  task.workers)})
+    progress = StudyProgress(total=len(task.pending))
+    return await play_runs(study, task.pending, Store(study.db), progress, backend, task.replay_only,
+                           on_turn=lambda run_id, _record: task.send("turn", run_id),
+                           on_run=lambda outcome: task.send("run", outcome), take=task.take)
+
+
+def study_worker(task: WorkerTask,
+                 play: Callable[[WorkerTask], Awaitable[StudyProgress]] = play_share) -> None:
+    """A worker process's entry point (``play``: :func:`play_share`, or a benchmark's wrapper of
+    it; a ``functools.partial`` of this function with it is a valid ``worker``)."""
+    try:
+        progress = asyncio.run(play(task))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except task.expected_errors as exc:
+        task.send("error", str(exc))
+        sys.exit(2)
+    task.send("end", progress.crashed)
+
+
+def run_study_processes(study: StudyConfig, processes: int, shard: tuple[int, int] = (1, 1),
+                        replay_only: bool = False, on_turn: Callable[[str], None] | None = None,
+                        on_run: Callable[[RunOutcome], None] | None = None,
+                        expected_errors: tuple[type[Exception], ...] = (),
+                        worker: Callable[[WorkerTask], None] = study_worker,
+                        on_event: Callable[[tuple[Any, ...]], None] | None = None) -> StudyProgress:
+    """Play the study's unfinished runs in ``processes`` worker processes (fewer if fewer runs).
+
+    ``expected_errors`` are the exceptions a worker reports as one line (the command's user
+    errors). ``worker`` is the process's entry point (a module-level function; the benchmarks
+    wrap :func:`play_share` with their instruments); events other than the study's own go to
+    ``on_event``. Raises :class:`WorkerError` when a worker met bad input or died, after the
+    others have finished the runs left."""
+    runs = grid(study, shard)
+    store = Store(study.db)
+    progress = StudyProgress(total=len(runs))
+    try:
+        pending = unfinished(runs, store, study.cassette_dir, progress)
+    finally:
+        store.close()
+    if not pending:
+        return progress
+    workers = min(processes, len(pending), study.concurrency)
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="vcrime-study-") as scratch:
+        counter = RunCounter(Path(scratch) / "next-run.sqlite").create()
+        children, readers = [], []
+        for index in range(workers):
+            reader, writer = context.Pipe(duplex=False)
+            task = WorkerTask(index, workers, study, pending, replay_only, counter, writer, expected_errors)
+            child = context.Process(target=worker, args=(task,), name=f"vcrime-study-{index + 1}",
+                                    daemon=True)
+            child.start()
+            writer.close()  # the child holds the only writing end: its exit is the pipe's end
+            children.append(child)
+            readers.append(reader)
+        try:
+            problems = _follow(children, readers, progress, on_turn, on_run, on_event)
+        except BaseException:
+            _stop(children)
+            raise
+        finally:
+            for reader in readers:
+                reader.close()
+    if problems:
+        raise WorkerError("; ".join(dict.fromkeys(problems)))
+    return progress
+
+
+def _follow(children: list[Any], readers: list[Connection], progress: StudyProgress,
+            on_turn: Callable[[str], None] | None, on_run: Callable[[RunOutcome], None] | None,
+            on_event: Callable[[tuple[Any, ...]], None] | None) -> list[str]:
+    """Read the workers' events until every pipe has ended; the problems to report."""
+    problems: list[str] = []
+    reported = [False] * len(children)
+    open_ = dict(enumerate(readers))
+    while open_:
+        for reader in wait(list(open_.values())):
+            index = readers.index(reader)
+            try:
+                event = reader.recv()
+            except EOFError:  # the worker has exited
+                del open_[index]
+                children[index].join()
+                if not reported[index]:
+                    problems.append(_death(index, len(children), children[index].exitcode))
+                continue
+            kind = event[0]
+            if kind == "turn":
+                progress.turns += 1
+                if on_turn:
+                    on_turn(event[1])
+            elif kind == "run":
+                progress.done += 1
+                progress.outcomes.append(event[1])
+                if on_run:
+                    on_run(event[1])
+            elif kind == "end":
+                reported[index] = True
+                progress.crashed.extend(event[1])
+            elif kind == "error":
+                reported[index] = True
+                problems.append(event[1])
+            elif on_event:
+                on_event(event)
+    return problems
+
+
+def _death(index: int, workers: int, exitcode: int | None) -> str:
+    how = (f"was ended by signal {-exitcode}" if exitcode is not None and exitcode < 0
+           else f"exited with code {exitcode}")
+    return (f"study worker {index + 1} of {workers} {how} before it finished; fix: start the study "
+            "again: its runs in progress resume from their cassettes")
+
+
+def _stop(children: list[Any]) -> None:
+    """After an interruption: give the workers (interrupted too) a moment, then end them."""
+    for child in children:
+        child.join(timeout=10)
+    for child in children:
+        if child.is_alive():
+            child.terminate()
+            child.join(timeout=5)
