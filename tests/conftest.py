@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.scripted_study import registry  # noqa: F401 (the scripted registry fixture, for every test)
 from vcrime_audit.backends.base import GenerateRequest, GenerateResult, Usage
 from vcrime_audit.models import get_model
 from vcrime_audit.scenario import initial_world, load_task

@@ -1,9 +1,13 @@
-"""The recorder's claim on a job, taken on the store's writer thread while a job records."""
+"""The recorder's claim on a job, taken on the store's writer thread while a job records, and its
+turn commits, which run behind the next turn's model calls."""
 
 import asyncio
+import threading
+
+import pytest
 
 from vcrime_audit.cassette import Cassette, RecordMode
-from vcrime_audit.recorder import RUN, Recorder, WriterBusy
+from vcrime_audit.recorder import RUN, Recorder, TurnCommits, WriterBusy
 from vcrime_audit.store import Store
 
 ROW = {"run_id": "job", "task_id": "t", "seed": 0, "attacker": "a", "judge": "j"}
@@ -43,5 +47,63 @@ def test_a_failed_claim_off_the_loop_leaves_the_job_free(tmp_path):
             raise AssertionError("the failure was swallowed")
         asyncio.run(recorder.start_off_loop(ROW))  # not "listed twice": the claim was dropped
         assert store.run("job")["status"] == "running"
+    finally:
+        store.close()
+
+
+def test_turn_commits_run_behind_the_next_calls_one_at_a_time_in_order(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    recorder = Recorder(RUN, "job", Cassette(tmp_path / "a.jsonl.gz", RecordMode.once), store)
+    commits = TurnCommits(recorder)
+    second_may_commit = threading.Event()
+    written, told = [], []
+
+    def turn(n: int):
+        def write(s: Store) -> None:
+            if n == 2:
+                assert second_may_commit.wait(10)
+            s.db.conn.execute("UPDATE runs SET turns = ? WHERE run_id = 'job'", [n])
+            written.append(n)
+        return write
+
+    async def main() -> None:
+        await recorder.start_off_loop(ROW)
+        await commits.add(turn(1), lambda: told.append(1))  # the first opens the journal: in line
+        assert written == told == [1] and recorder.cassette.journal_open
+        await commits.add(turn(2), lambda: told.append(2))  # returns while its commit waits
+        assert written == told == [1]
+        asyncio.get_running_loop().call_later(0.2, second_may_commit.set)
+        await commits.add(turn(3), lambda: told.append(3))  # waits for the second first
+        assert written[:2] == told[:2] == [1, 2]
+        await commits.wait()
+        assert written == told == [1, 2, 3]
+
+    try:
+        asyncio.run(main())
+        assert store.run("job")["turns"] == 3
+    finally:
+        store.close()
+
+
+def test_a_failed_commit_is_raised_by_the_next_turn_and_settled_after_a_crash(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    recorder = Recorder(RUN, "job", Cassette(tmp_path / "a.jsonl.gz", RecordMode.once), store)
+    commits = TurnCommits(recorder)
+
+    def broken(_store: Store) -> None:
+        raise RuntimeError("the store refused the turn")
+
+    async def main() -> None:
+        await recorder.start_off_loop(ROW)
+        await commits.add(lambda s: None)
+        await commits.add(broken)
+        with pytest.raises(RuntimeError, match="refused"):
+            await commits.add(lambda s: None)
+        await commits.add(broken)
+        await commits.settle()  # the job's own failure is the one reported; this one is retrieved
+        await commits.wait()  # nothing left in flight
+
+    try:
+        asyncio.run(main())
     finally:
         store.close()

@@ -2,11 +2,13 @@
 
 import asyncio
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.committed import STUDY_DEMO, STUDY_DEMO_RUNS
+from tests.scripted_study import TASKS, scripted_spec
 from vcrime_audit.merge import merge_cassettes, merge_stores
 from vcrime_audit.scenario import ScenarioError
 from vcrime_audit.store import Store, turn_rows_hash
@@ -129,3 +131,56 @@ def test_merge_brings_re_judgments_of_a_run_already_present(played_and_copied, t
     assert run_id in report.runs_same and not report.runs_added
     judges = {r["judge"] for r in Store(spec.db).rows("judgments", run_id)}
     assert judges == {"smollm2-135m", "second-judge"}
+
+
+class Timed:
+    """Passes calls through to the scripted backend; notes which run (asyncio task) made each."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.calls: list[tuple[int, float]] = []
+
+    def fingerprint(self, model):
+        return self.inner.fingerprint(model)
+
+    async def generate(self, request):
+        self.calls.append((id(asyncio.current_task()), time.perf_counter()))
+        return await self.inner.generate(request)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+
+def test_a_slot_plays_its_next_run_while_the_last_one_is_being_closed(registry, tmp_path, monkeypatch):
+    from vcrime_audit.backends.registry import make_backend
+    from vcrime_audit.cassette import Cassette
+    from vcrime_audit.models import get_model
+
+    spec = scripted_spec(tmp_path, concurrency=1, tasks=TASKS[:2], seeds=[0])
+    closing = Cassette.close_with_summary
+
+    def slow_close(self, fields):  # runs on a worker thread: the event loop goes on meanwhile
+        time.sleep(0.5)
+        closing(self, fields)
+
+    monkeypatch.setattr(Cassette, "close_with_summary", slow_close)
+    backend = Timed(make_backend("scripted", {n: get_model(n) for n in
+                                              ("scripted-attacker", "scripted-judge", "scripted-wm")}))
+    finished: list[float] = []
+    result = asyncio.run(run_study(spec, backend=backend,
+                                   on_run=lambda _: finished.append(time.perf_counter())))
+    assert result.done == 2 and not result.crashed
+    runs = list(dict.fromkeys(task for task, _ in backend.calls))
+    assert len(runs) == 2
+    second_starts = min(t for task, t in backend.calls if task == runs[1])
+    first_ends = max(t for task, t in backend.calls if task == runs[0])
+    assert first_ends < second_starts < finished[0]  # one slot: never two runs calling at once
+    assert rows_of(spec) == rows_of(spec.model_copy(update={"concurrency": 2}), tmp_path / "two")
+
+
+def rows_of(spec, folder=None):
+    """Each run's (status, turns, rows hash) in the store ``spec`` plays into (again in ``folder``)."""
+    if folder is not None:
+        spec = spec.model_copy(update={"db": folder / "s.sqlite", "cassette_dir": folder / "c"})
+        asyncio.run(run_study(spec))
+    return _all_rows(spec.db, [c.run_id() for c in grid(spec)])

@@ -17,12 +17,13 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.committed import STUDY_DEMO_RUNS
+from tests.scripted_study import scripted_spec
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.cli import app
 from vcrime_audit.statuses import RUNNING
 from vcrime_audit.store import Store, turn_rows_hash
 from vcrime_audit.store.db import trajectory_rows
-from vcrime_audit.study import StudyConfig, grid, load_study, run_study
+from vcrime_audit.study import grid, load_study, run_study
 from vcrime_audit.study_processes import (
     RunCounter,
     WorkerError,
@@ -33,30 +34,7 @@ from vcrime_audit.study_processes import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-TASKS = ["robotics_company__data_theft", "robotics_company__theft", "private_club__theft"]
-
-
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    """Scripted registry entries; spawned workers inherit VCRIME_MODELS from the environment."""
-    models = tmp_path / "local_models"
-    models.mkdir()
-    for name in ("scripted-attacker", "scripted-judge", "scripted-wm"):
-        entry = {"name": name, "description": "Scripted answers (no model); tests only.",
-                 "backend": "scripted", "family": name, "vendor": "scripted",
-                 "weights": {"install": "nothing to install"}}
-        (models / f"{name}.yaml").write_text(yaml.safe_dump(entry), encoding="utf-8")
-    monkeypatch.setenv("VCRIME_MODELS", str(models))
-    return models
-
-
-def spec(folder: Path, concurrency: int = 4, **changes) -> StudyConfig:
-    folder.mkdir(parents=True, exist_ok=True)
-    fields = {"name": "processes-test", "attackers": ["scripted-attacker"], "judge": "scripted-judge",
-              "world_manager": "scripted-wm", "backend": "scripted", "tasks": TASKS, "seeds": [0, 1],
-              "max_turns": 3, "stall_turns": 30, "concurrency": concurrency,
-              "db": folder / "study.sqlite", "cassette_dir": folder / "cassettes", **changes}
-    return StudyConfig(**fields)
+spec = scripted_spec
 
 
 def rows(db: Path, run_ids: list[str]) -> dict:

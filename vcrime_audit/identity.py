@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .rowdigest import first_difference
@@ -42,6 +42,14 @@ class ReplayCheck:
     @property
     def ok(self) -> bool:
         return self.state in (IDENTICAL, RECORDED)
+
+    def brief(self) -> ReplayCheck:
+        """The same check without the per-row digests (tens of KB for a long run), unless the
+        rows differ and the digests say where: what a worker process sends its parent."""
+        if self.state == DIFFERENT:
+            return self
+        recorded = None if self.recorded is None else {self.hash_field: self.recorded_hash}
+        return replace(self, actual_digest={}, recorded=recorded, summary={})
 
     def line(self, rows: str) -> str:
         """One line for the user."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends.base import ModelBackend
-from .cassette import Cassette, RecordingBackend
+from .cassette import Cassette, Pending, RecordingBackend
 from .identity import ReplayCheck
 from .scrub import scrub_text
 from .slices import take_turn
@@ -104,6 +104,50 @@ class Borrowed:
         pass
 
 
+class TurnCommits:
+    """A job's units (an episode's turns) committed behind its next model calls.
+
+    Each unit is committed as :meth:`Recorder.commit` does (its calls reach the journal, then
+    its rows the store), and each commit finishes before the next one starts, so units reach
+    the journal and the store in order. A recording job does not wait for the commit: the next
+    unit's calls go out while the journal's fsync and the transaction (~15-80 ms on a busy
+    machine) run off the loop. Calls of the unit in flight are not in the journal until it is
+    committed, as before: a crash forgets them, and the job asks again when resumed. The first
+    unit of a recording waits for its commit (the journal is opened then, from the loop's
+    calls), and a replay commits in place."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._last: asyncio.Future[None] | None = None
+
+    async def add(self, write: Callable[[Store], None], then: Callable[[], None] | None = None) -> None:
+        """Commit the unit that has just ended (``then`` runs once it is committed)."""
+        await self.wait()
+        recorder = self.recorder
+        if not recorder.cassette.recording or not recorder.cassette.journal_open:
+            await recorder.commit_off_loop(write)
+            if then is not None:
+                then()
+            return
+        self._last = asyncio.ensure_future(recorder.commit_taken(recorder.cassette.take_pending(), write,
+                                                                 then))
+
+    async def wait(self) -> None:
+        """Until the last unit's commit is done; raises what it raised."""
+        last, self._last = self._last, None
+        if last is not None:
+            await last
+
+    async def settle(self) -> None:
+        """After a failure: wait for the commit in flight, whatever it ends in (the job is then
+        marked crashed with what is committed)."""
+        last, self._last = self._last, None
+        if last is not None:
+            await asyncio.wait([last])
+            if not last.cancelled():
+                last.exception()  # retrieved: the job's own failure is the one reported
+
+
 class Recorder:
     def __init__(self, kind: JobKind, job_id: str, cassette: Cassette, store: Store,
                  inner: ModelBackend | None = None, *, owns_inner: bool = True) -> None:
@@ -181,6 +225,17 @@ class Recorder:
         await self.store.commit_off_loop(write)
         kill_point("commit")
         await take_turn()
+
+    async def commit_taken(self, due: list[Pending], write: Callable[[Store], None],
+                           then: Callable[[], None] | None = None) -> None:
+        """:meth:`commit_off_loop` of calls already taken out of the cassette
+        (:meth:`Cassette.take_pending`), so the job may record its next calls meanwhile."""
+        await asyncio.to_thread(self.cassette.flush_taken, due)
+        kill_point("flush")
+        await self.store.commit_off_loop(write)
+        kill_point("commit")
+        if then is not None:
+            then()
 
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final

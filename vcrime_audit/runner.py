@@ -19,7 +19,7 @@ from .fingerprints import weights_digest
 from .identity import CheckedOutcome, ReplayCheck
 from .ids import MAX_RUN_ID, check_id, inside, shown_path
 from .models import DEFAULT_MODEL, ModelEntry, get_model
-from .recorder import RUN, Recorder, now
+from .recorder import RUN, Recorder, TurnCommits, now
 from .rowdigest import row_digest
 from .scenario import initial_world, load_task
 from .statuses import MAX_TURNS
@@ -85,17 +85,20 @@ TurnObserver = Callable[[str, TurnRecord], None]
 
 async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Cassette,
                 inner: ModelBackend | None, store: Store, owns_inner: bool = True,
-                observer: TurnObserver | None = None) -> RunOutcome:
+                observer: TurnObserver | None = None,
+                on_calls_done: Callable[[], None] | None = None) -> RunOutcome:
     """One episode, live or replayed. The cycle collector walks only young objects meanwhile
     (:func:`collector.young_collections_only`): a turn's objects die young, and walking the
     worlds in flight again and again cost a replay ~7 % of its CPU."""
     with young_collections_only():
-        return await _episode(config, world, roles, cassette, inner, store, owns_inner, observer)
+        return await _episode(config, world, roles, cassette, inner, store, owns_inner, observer,
+                              on_calls_done)
 
 
 async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette: Cassette,
                    inner: ModelBackend | None, store: Store, owns_inner: bool,
-                   observer: TurnObserver | None) -> RunOutcome:
+                   observer: TurnObserver | None,
+                   on_calls_done: Callable[[], None] | None = None) -> RunOutcome:
     run_id = config.run_id()
     recorder = Recorder(RUN, run_id, cassette, store, inner, owns_inner=owns_inner)
     engine = Engine(recorder.backend, roles, EpisodeLimits(config.max_turns, config.stall_turns))
@@ -116,15 +119,22 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
         clear=lambda s: s.clear_run(run_id),
         also=lambda s: s.insert_rows("models", models, replace=True))
 
+    commits = TurnCommits(recorder)
+
     async def on_turn(record: TurnRecord) -> None:
-        await recorder.commit_off_loop(lambda s: s.write_turn(run_id, record, roles.judge.name))
-        if observer is not None:
-            observer(run_id, record)
+        await commits.add(lambda s: s.write_turn(run_id, record, roles.judge.name),
+                          None if observer is None else lambda: observer(run_id, record))
 
     try:
         last = await engine.run(world, config.seed, on_turn)
+        if on_calls_done is not None:
+            on_calls_done()
+        await commits.wait()
     except BaseException as exc:
-        recorder.crash(exc)
+        try:
+            await commits.settle()
+        finally:
+            recorder.crash(exc)
         raise
     finally:
         await recorder.aclose()
@@ -162,13 +172,16 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
                       mode: RecordMode = RecordMode.once, *, store: Store | None = None,
                       backend: ModelBackend | None = None,
                       observer: TurnObserver | None = None,
-                      cassette_file: Path | None = None) -> RunOutcome:
+                      cassette_file: Path | None = None,
+                      on_calls_done: Callable[[], None] | None = None) -> RunOutcome:
     """Play one episode; model calls go through the run's cassette (``<run_id>.jsonl.gz``).
 
     An existing cassette supplies the initial world and model entries it was recorded with, so
     a half-done run re-played in mode ``new`` replays its recorded turns and goes on live.
     ``backend`` may be shared between episodes (it is not closed here). ``cassette_file``
     overrides the cassette's place (default ``<cassette_dir>/<run_id>.jsonl.gz``).
+    ``on_calls_done`` is called once the episode has made its last model call, before its rows
+    are hashed and its cassette is closed (a study starts its next episode then).
     """
     cassette = Cassette(cassette_file or cassette_path(config, cassette_dir), mode)
     if cassette.meta:
@@ -187,7 +200,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     store = store or Store(db)
     try:
         return await _play(config, world, _roles(config, entries), cassette, inner, store,
-                           owns_inner=backend is None, observer=observer)
+                           owns_inner=backend is None, observer=observer, on_calls_done=on_calls_done)
     finally:
         if own:
             store.close()

@@ -217,33 +217,46 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
         if on_turn:
             on_turn(run_id, record)
 
-    async def one(config: RunConfig) -> None:
-        async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
-            await asyncio.sleep(0)
-        await take_turn()  # and in line with the answers waiting for their slice
-        resume = cassette_exists(cassette_path(config, study.cassette_dir))
-        mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
+    async def one(config: RunConfig, calls_done: Callable[[], None]) -> None:
         try:
-            outcome = await run_episode(config, study.db, study.cassette_dir, mode,
-                                        store=store, backend=backend, observer=observe)
-        except Exception as exc:  # one run's crash must not stop the others
-            if not is_job_failure(exc):
-                raise
-            progress.crashed.append((config.run_id(), scrub_text(f"{type(exc).__name__}: {exc}")))
-            return
+            async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
+                await asyncio.sleep(0)
+            await take_turn()  # and in line with the answers waiting for their slice
+            resume = cassette_exists(cassette_path(config, study.cassette_dir))
+            mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
+            try:
+                outcome = await run_episode(config, study.db, study.cassette_dir, mode, store=store,
+                                            backend=backend, observer=observe, on_calls_done=calls_done)
+            except Exception as exc:  # one run's crash must not stop the others
+                if not is_job_failure(exc):
+                    raise
+                progress.crashed.append((config.run_id(), scrub_text(f"{type(exc).__name__}: {exc}")))
+                return
+        finally:
+            calls_done()
         progress.done += 1
         progress.outcomes.append(outcome)
         if on_run:
             on_run(outcome)
 
+    runs: list[asyncio.Task[None]] = []
+
     async def lane() -> None:
-        """One of ``concurrency`` slots: plays the runs it takes, one after the other."""
+        """One of ``concurrency`` slots for model calls: plays the runs it takes, one after the
+        other; the next starts once the last made its last call (the last one's rows are hashed
+        and its cassette closed meanwhile)."""
         while (index := take()) is not None:
-            await one(pending[index])
+            free = asyncio.Event()
+            run = asyncio.ensure_future(one(pending[index], free.set))
+            runs.append(run)
+            await free.wait()
+            if run.done():
+                await run  # a failure that is not the run's own (a bug) stops the study
 
     try:
         with young_collections_only():  # the worlds in flight are not walked again and again
             await asyncio.gather(*(lane() for _ in range(min(study.concurrency, len(pending)))))
+            await asyncio.gather(*runs)
     finally:
         if owned and backend is not None:
             await backend.aclose()

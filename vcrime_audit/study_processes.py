@@ -24,7 +24,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -102,7 +102,13 @@ async def play_share(task: WorkerTask, backend: ModelBackend | None = None) -> S
     progress = StudyProgress(total=len(task.pending))
     return await play_runs(study, task.pending, Store(study.db), progress, backend, task.replay_only,
                            on_turn=lambda run_id, _record: task.send("turn", run_id),
-                           on_run=lambda outcome: task.send("run", outcome), take=task.take)
+                           on_run=lambda outcome: task.send("run", brief(outcome)), take=task.take)
+
+
+def brief(outcome: RunOutcome) -> RunOutcome:
+    """The outcome as sent to the parent: its check without per-row digests (a long run's would
+    fill the pipe and hold the worker's event loop until the parent reads)."""
+    return replace(outcome, check=outcome.check.brief())
 
 
 def study_worker(task: WorkerTask,

@@ -1,6 +1,6 @@
 """Record and replay of every model call (vcrpy-style record modes)."""
 
-from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
+from .cassette import Cassette, CassetteError, CassetteMiss, Pending, RecordMode
 from .recording import RecordingBackend
 
-__all__ = ["Cassette", "CassetteError", "CassetteMiss", "RecordMode", "RecordingBackend"]
+__all__ = ["Cassette", "CassetteError", "CassetteMiss", "Pending", "RecordMode", "RecordingBackend"]

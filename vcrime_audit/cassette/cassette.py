@@ -41,6 +41,9 @@ from .persist import (
     write_final,
 )
 
+Pending = tuple[object | None, dict[str, Any], GenerateRequest]
+"""A call recorded and not yet flushed: (its unit, its record, its request)."""
+
 UNIT: contextvars.ContextVar[object | None] = contextvars.ContextVar("cassette_unit", default=None)
 """The unit of work the calls of the current task belong to (set by drivers that run several
 units at once); :meth:`Cassette.flush` of a unit writes only its calls and untagged ones."""
@@ -92,7 +95,7 @@ class Cassette:
         self._lines: list[str] = []
         self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._played: dict[str, int] = defaultdict(int)
-        self._pending: list[tuple[object | None, dict[str, Any], GenerateRequest]] = []
+        self._pending: list[Pending] = []
         self._journal: Journal | None = None
         self._from_journal = False
         self._summary_in_journal = False
@@ -291,13 +294,29 @@ class Cassette:
         """Make the calls of ``unit`` (all pending calls when ``None``) durable; returns how many."""
         if not self.recording:
             return 0
-        journal = self._open_journal()
+        self._open_journal()
         if unit is None:
-            due, self._pending = self._pending, []
+            due = self.take_pending()
         else:
             due = [p for p in self._pending if p[0] in (unit, None)]
             self._pending = [p for p in self._pending if p[0] not in (unit, None)]
+        return self.flush_taken(due)
+
+    @property
+    def journal_open(self) -> bool:
+        return self._journal is not None
+
+    def take_pending(self) -> list[Pending]:
+        """Every call not yet flushed, taken out of the pending list (new calls start a new one)."""
+        due, self._pending = self._pending, []
+        return due
+
+    def flush_taken(self, due: list[Pending]) -> int:
+        """Make calls taken by :meth:`take_pending` durable. With the journal open it touches
+        neither ``calls`` nor the pending list, so it may run on a worker thread while the event
+        loop records the next calls."""
         if due:
+            journal = self._journal if self._journal is not None else self._open_journal()
             lines = [self._sealed(record, request) for _, record, request in due]
             journal.append([p[1] for p in due], lines)
             self._lines.extend(lines)
