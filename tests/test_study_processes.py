@@ -9,6 +9,9 @@ import functools
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -156,3 +159,42 @@ def test_bad_input_met_in_the_workers_is_one_line(registry, tmp_path):
     assert result.output.count("error") == 1 and "Traceback" not in result.output
     with sqlite3.connect(study.db) as conn:  # no run was claimed
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_an_interrupted_study_marks_its_runs_crashed_and_resumes_to_the_same_rows(
+        processes, registry, tmp_path):
+    for entry in registry.glob("*.yaml"):  # slow answers: the study is still going when interrupted
+        data = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        entry.write_text(yaml.safe_dump({**data, "options": {"latency_ms": 200}}), encoding="utf-8")
+    whole = spec(tmp_path / "whole", concurrency=6)  # the rows keep each call's time: same latency
+    asyncio.run(run_study(whole))
+    run_ids = [c.run_id() for c in grid(whole)]
+    study = spec(tmp_path / "interrupted", concurrency=6)
+    config = tmp_path / "study.yaml"
+    config.write_text(yaml.safe_dump(study.model_dump(mode="json")), encoding="utf-8")
+    child = subprocess.Popen([sys.executable, "-m", "vcrime_audit.cli", "study", str(config), "--processes",
+                              str(processes)], cwd=ROOT, start_new_session=True, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not _turns_committed(study.db) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    output, _ = child.communicate(timeout=120)
+    assert child.returncode == 130 and "Traceback" not in output, output
+    store = Store(study.db)
+    statuses = Counter(r["status"] for r in store.runs())
+    store.close()
+    assert statuses["crashed"] >= 1 and statuses[RUNNING] == 0, statuses
+    resumed = run_study_processes(study, processes)  # the crashed runs and those not started
+    assert resumed.skipped == sum(statuses.values()) - statuses["crashed"] and not resumed.crashed
+    assert resumed.done == 6 - resumed.skipped >= statuses["crashed"]
+    assert rows(study.db, run_ids) == rows(whole.db, run_ids)
+
+
+def _turns_committed(db: Path) -> bool:
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT coalesce(sum(turns), 0) FROM runs").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False

@@ -258,6 +258,9 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
             await asyncio.gather(*(lane() for _ in range(min(study.concurrency, len(pending)))))
             await asyncio.gather(*runs)
     finally:
+        for run in runs:  # interrupted, or a bug: the runs still going are marked crashed first
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
         if owned and backend is not None:
             await backend.aclose()
         store.close()
