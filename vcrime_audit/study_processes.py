@@ -119,6 +119,8 @@ def study_worker(task: WorkerTask,
         progress = asyncio.run(play(task))
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # the parent is gone: stop (the runs in flight are marked crashed)
+        sys.exit(141)
     except task.expected_errors as exc:
         task.send("error", str(exc))
         sys.exit(2)
