@@ -51,9 +51,15 @@ def test_a_failed_claim_off_the_loop_leaves_the_job_free(tmp_path):
         store.close()
 
 
-def test_turn_commits_run_behind_the_next_calls_one_at_a_time_in_order(tmp_path):
+@pytest.fixture
+def recorder(tmp_path):
+    """A recording job's recorder on a fresh store (closed after the test)."""
     store = Store(tmp_path / "s.sqlite")
-    recorder = Recorder(RUN, "job", Cassette(tmp_path / "a.jsonl.gz", RecordMode.once), store)
+    yield Recorder(RUN, "job", Cassette(tmp_path / "a.jsonl.gz", RecordMode.once), store)
+    store.close()
+
+
+def test_turn_commits_run_behind_the_next_calls_one_at_a_time_in_order(recorder):
     commits = TurnCommits(recorder)
     second_may_commit = threading.Event()
     written, told = [], []
@@ -78,16 +84,11 @@ def test_turn_commits_run_behind_the_next_calls_one_at_a_time_in_order(tmp_path)
         await commits.wait()
         assert written == told == [1, 2, 3]
 
-    try:
-        asyncio.run(main())
-        assert store.run("job")["turns"] == 3
-    finally:
-        store.close()
+    asyncio.run(main())
+    assert recorder.store.run("job")["turns"] == 3
 
 
-def test_a_failed_commit_is_raised_by_the_next_turn_and_settled_after_a_crash(tmp_path):
-    store = Store(tmp_path / "s.sqlite")
-    recorder = Recorder(RUN, "job", Cassette(tmp_path / "a.jsonl.gz", RecordMode.once), store)
+def test_a_failed_commit_is_raised_by_the_next_turn_and_settled_after_a_crash(recorder):
     commits = TurnCommits(recorder)
 
     def broken(_store: Store) -> None:
@@ -103,7 +104,4 @@ def test_a_failed_commit_is_raised_by_the_next_turn_and_settled_after_a_crash(tm
         await commits.settle()  # the job's own failure is the one reported; this one is retrieved
         await commits.wait()  # nothing left in flight
 
-    try:
-        asyncio.run(main())
-    finally:
-        store.close()
+    asyncio.run(main())
