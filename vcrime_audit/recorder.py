@@ -220,22 +220,22 @@ class Recorder:
         if not self.cassette.recording:
             self.commit(lambda: write(self.store))
             return
-        await asyncio.to_thread(self.cassette.flush)
-        kill_point("flush")
-        await self.store.commit_off_loop(write)
-        kill_point("commit")
+        await self._commit_off_loop(self.cassette.flush, write)
         await take_turn()
 
     async def commit_taken(self, due: list[Pending], write: Callable[[Store], None],
                            then: Callable[[], None] | None = None) -> None:
         """:meth:`commit_off_loop` of calls already taken out of the cassette
         (:meth:`Cassette.take_pending`), so the job may record its next calls meanwhile."""
-        await asyncio.to_thread(self.cassette.flush_taken, due)
+        await self._commit_off_loop(lambda: self.cassette.flush_taken(due), write)
+        if then is not None:
+            then()
+
+    async def _commit_off_loop(self, flush: Callable[[], object], write: Callable[[Store], None]) -> None:
+        await asyncio.to_thread(flush)
         kill_point("flush")
         await self.store.commit_off_loop(write)
         kill_point("commit")
-        if then is not None:
-            then()
 
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final

@@ -24,7 +24,7 @@ def study(
     shard: str = typer.Option(None, help="Run only shard i of n of the grid, as i/n (1-based)."),
     concurrency: int = typer.Option(None, help="Episodes in flight at once (default: the file's)."),
     processes: int = typer.Option(1, help="Worker processes that share the grid, the episodes in "
-                                  "flight and the store (one event loop keeps ~500-800 calls/s "
+                                  "flight and the store (one event loop keeps ~510-550 calls/s "
                                   "going; use more against a fast server)."),
     db: Path = typer.Option(None, help="Store (default: the file's)."),
     cassette_dir: Path = typer.Option(None, help="Cassettes folder (default: the file's)."),
