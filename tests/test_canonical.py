@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import pytest
@@ -134,3 +135,12 @@ def test_long_texts_give_the_same_text_or_refusal(value):
 def test_many_short_values_and_short_lists_give_the_same_text_or_refusal(value):
     """Many short values take the byte checks; a short list (a row digest's column) the walk."""
     assert outcome(plain_canonical_json, value) == outcome(stdlib_canonical_json, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=9000) | st.sampled_from([b"x" * n for n in (2046, 2047, 2048, 4094, 4095)]),
+       st.sampled_from([8, 16, 32]))
+def test_blake2b_in_pieces_is_hashlibs_blake2b(data, size):
+    assert blake2b_hex(data, size) == hashlib.blake2b(data, digest_size=size).hexdigest()
+    text = data.decode("latin-1")
+    assert blake2b_hex(text, size) == hashlib.blake2b(text.encode("utf-8"), digest_size=size).hexdigest()

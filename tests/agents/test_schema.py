@@ -52,3 +52,24 @@ def test_judge_probabilities_are_decoded_in_positive_steps():
     outcome = assess_schema()["properties"]["outcomes"]["items"]["properties"]
     assert outcome["probability"]["enum"][0] == 0.05 and outcome["probability"]["enum"][-1] == 1.0
     assert 0 not in outcome["probability"]["enum"]
+
+
+def _plain_json_only(node) -> bool:
+    """Only dicts with text keys, lists and JSON leaves: what ``GenerateRequest.plain`` shares
+    without copying (``model_dump(mode="json")`` would turn a tuple into a list)."""
+    if isinstance(node, dict):
+        return all(type(k) is str and _plain_json_only(v) for k, v in node.items()) and type(node) is dict
+    if isinstance(node, list):
+        return type(node) is list and all(_plain_json_only(v) for v in node)
+    return type(node) in (str, int, float, bool, type(None))
+
+
+def test_every_schema_the_agents_build_is_plain_json_data():
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    assert _plain_json_only(assess_schema()) and _plain_json_only(attacker.plan_schema())
+    for task_id in list_task_ids():
+        world = initial_world(load_task(task_id))
+        assert _plain_json_only(attacker.act_schema(world)), task_id
+        for phase in world_manager.PHASE_OPS:
+            assert _plain_json_only(world_manager.phase_schema(world, phase)), (task_id, phase)

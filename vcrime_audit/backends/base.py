@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import blake2b_hex, plain_canonical_json
+from ..canonical import blake2b_hex, canonical_json_of_texts
 from ..errors import BackendError
 from ..models import Sampling
 
@@ -39,11 +39,17 @@ class GenerateRequest(BaseModel):
     # equality, dumps and validation look at the fields only, and model_copy drops these.
     @cached_property
     def _plain(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """``model_dump(mode="json")``, put together ~7 times faster: the output schema is
+        already plain JSON data (agents/schema.py) and is shared, not copied."""
+        return {"role": self.role, "call": self.call, "model": self.model,
+                "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+                "sampling": self.sampling.model_dump(mode="json"),
+                "output_schema": self.output_schema, "attempt": self.attempt}
 
     @cached_property
     def _canonical(self) -> str:
-        return plain_canonical_json(self._plain)
+        plain = self._plain
+        return canonical_json_of_texts(plain, (plain["sampling"], plain["output_schema"]))
 
     @cached_property
     def _keys(self) -> dict[str, str]:
