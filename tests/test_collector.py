@@ -1,12 +1,11 @@
-"""collector: the cycle collector paused, or kept to young objects, inside a block, and as it was
-after (an error included)."""
+"""collector: the cycle collector paused inside a block, and as it was after (an error included)."""
 
 import gc
 import weakref
 
 import pytest
 
-from vcrime_audit.collector import OLD_GENERATION_NEVER, collector_paused, young_collections_only
+from vcrime_audit.collector import collector_off_while_runs_play, collector_paused
 
 
 class Node:
@@ -49,36 +48,37 @@ def test_a_cycle_made_while_paused_outlives_any_allocation_and_is_collected_afte
     assert alive() is None
 
 
-def test_young_collections_only_collect_young_cycles_and_leave_old_ones():
-    before = gc.get_threshold()
-    old, old_alive = cycle()
-    gc.collect()  # `old` survives a full collection: it is in the old generation now
-    with pytest.raises(KeyError), young_collections_only(threshold=100):
-        assert gc.get_threshold() == (100, OLD_GENERATION_NEVER, OLD_GENERATION_NEVER)
-        young, young_alive = cycle()
-        del young, old
+def test_off_while_runs_play_and_on_again_after_an_error_with_its_cycles_collected():
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_off_while_runs_play():
+        assert not gc.isenabled()
+        node, alive = cycle()
+        del node
         allocate(20_000)
-        assert young_alive() is None, "a young cycle is collected automatically"
-        assert old_alive() is not None, "the old generation is not walked"
+        assert alive() is not None, "no collection while a run plays"
         raise KeyError("fails inside")
-    assert gc.get_threshold() == before
+    assert gc.isenabled()
     gc.collect()
-    assert old_alive() is None
+    assert alive() is None
+    gc.disable()
+    try:
+        with collector_off_while_runs_play():
+            pass
+        assert not gc.isenabled(), "left off when it was off"
+    finally:
+        gc.enable()
 
 
-
-def test_overlapping_blocks_restore_the_thresholds_when_the_last_one_closes():
+def test_overlapping_blocks_turn_it_on_again_when_the_last_one_closes():
     """Two replays of one event loop: the first to start ends first (not last-in, first-out)."""
     import asyncio
 
-    before = gc.get_threshold()
-
     async def replay(started: asyncio.Event, other_started: asyncio.Event, leave: asyncio.Event) -> None:
-        with young_collections_only():
+        with collector_off_while_runs_play():
             started.set()
             await other_started.wait()
             await leave.wait()
-            assert gc.get_threshold()[2] == OLD_GENERATION_NEVER
+            assert not gc.isenabled()
 
     async def main() -> None:
         a_started, b_started, a_leave, b_leave = (asyncio.Event() for _ in range(4))
@@ -87,12 +87,12 @@ def test_overlapping_blocks_restore_the_thresholds_when_the_last_one_closes():
         await a_started.wait(), await b_started.wait()
         a_leave.set()
         await a
-        assert gc.get_threshold()[2] == OLD_GENERATION_NEVER, "b is still inside"
+        assert not gc.isenabled(), "b is still inside"
         b_leave.set()
         await b
 
     asyncio.run(main())
-    assert gc.get_threshold() == before
+    assert gc.isenabled()
 
 
 EXIT_SCRIPT = """

@@ -184,3 +184,29 @@ def rows_of(spec, folder=None):
         spec = spec.model_copy(update={"db": folder / "s.sqlite", "cassette_dir": folder / "c"})
         asyncio.run(run_study(spec))
     return _all_rows(spec.db, [c.run_id() for c in grid(spec)])
+
+
+def cyclic_garbage_of(spec) -> list[str]:
+    """Types of the objects in reference cycles that playing ``spec`` leaves (what the cycle
+    collector, off while runs play, would have had to find)."""
+    import gc
+
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage, not freed
+    try:
+        result = asyncio.run(run_study(spec))
+        gc.collect()
+        assert result.done == len(grid(spec)) and not result.crashed
+        return sorted(type(o).__name__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_runs_leave_no_reference_cycles_behind(registry, tmp_path):
+    """The collector is off while runs play (collector.collector_off_while_runs_play): a run that
+    left cycles would grow a long study's memory until it ended."""
+    cyclic_garbage_of(scripted_spec(tmp_path / "warm", tasks=TASKS[:1], seeds=[0]))  # imports, schemas
+    one = cyclic_garbage_of(scripted_spec(tmp_path / "one", tasks=TASKS[:1], seeds=[0], max_turns=6))
+    six = cyclic_garbage_of(scripted_spec(tmp_path / "six", seeds=[0, 1], max_turns=6))
+    assert six == one

@@ -6,15 +6,8 @@ allocations, and, as the heap grows, walks every object again, each time. Measur
 (benchmarks/):
 - an audit of the 960-run store holds several hundred thousand rows, keys and sums, none in a
   cycle; the collector took 1 to 1.4 s of its CPU;
-- a study with 256 runs in flight holds 256 worlds; with the collector on, the study took
-  127.7 s for 320 runs (22,469 calls) and one pass over the heap held its event loop for up to
-  1.8 s; with it off, 107.1 s, and 2,361 collectable objects were left at the end. With young
-  collections only (below), 113.5 s and 49 left: the cycles that do form (an exception and its
-  frames) die young;
-- young collections that still walked the middle generation every tenth pass held that study's
-  event loop for 0.15-0.34 s at a time. Walking only the youngest objects, every 20,000
-  allocations, the worst stall of its 320-run benchmark is 56-87 ms, about what it is with the
-  collector off (88 ms); replays and verification run this way too (one replay: ~7 % less CPU).
+- a study with 256 runs in flight holds 256 worlds, and drops old ones every turn: young passes
+  came late (see :func:`collector_off_while_runs_play`) and held its event loop for 20-90 ms.
 """
 
 from __future__ import annotations
@@ -39,35 +32,36 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-OLD_GENERATION_NEVER = 2**31 - 1
-"""A threshold the count of young collections never reaches (a C int)."""
-
-
-_young_only_depth = 0
-_thresholds_outside: tuple[int, ...] = ()
+_off_depth = 0
+_enabled_outside = True
 
 
 @contextmanager
-def young_collections_only(threshold: int = 20_000) -> Iterator[None]:
-    """Inside the block, the collector walks only the objects made since its last pass, after every
-    ``threshold`` allocations (CPython's default: 700, when most of a turn's objects are still
-    alive), never the older ones (the worlds of the runs in flight), which it walks again once
-    the block is left; thresholds as they were after. For long jobs that may raise often:
-    their exceptions' cycles are still collected while young.
+def collector_off_while_runs_play() -> Iterator[None]:
+    """The cycle collector off while any block is open; as it was once the last one closes (it
+    then collects whatever cycles the blocks left, in its own time). For episodes, replays and a
+    study's runs: their objects hold no cycles (a 320-run study left 1,980 cyclic objects in
+    all, every one from pydantic building its JSON schemas once, none per run:
+    ``tests/test_study.py`` fails if a run leaves any), so the collector only costs time.
 
-    Blocks may nest and overlap (coroutines of one event loop leave them in any order): the
-    thresholds come back when the last open block closes."""
-    global _young_only_depth, _thresholds_outside
-    if _young_only_depth == 0:
-        _thresholds_outside = gc.get_threshold()
-    _young_only_depth += 1
-    gc.set_threshold(threshold, OLD_GENERATION_NEVER, OLD_GENERATION_NEVER)
+    Why not young collections only (what this replaced): CPython counts a collection due after
+    its threshold of allocations *less deallocations*, and the worlds that runs drop every turn
+    are old objects, so in a study a young pass came late and walked 50,000-90,000 new objects
+    at once: 20-90 ms with the event loop held, the longest callbacks of the study, and ~4 % of
+    its CPU (benchmarks/bench_concurrency.py prints both).
+
+    Blocks may nest and overlap (coroutines of one event loop leave them in any order)."""
+    global _off_depth, _enabled_outside
+    if _off_depth == 0:
+        _enabled_outside = gc.isenabled()
+        gc.disable()
+    _off_depth += 1
     try:
         yield
     finally:
-        _young_only_depth -= 1
-        if _young_only_depth == 0:
-            gc.set_threshold(*_thresholds_outside)
+        _off_depth -= 1
+        if _off_depth == 0 and _enabled_outside:
+            gc.enable()
 
 
 @cache

@@ -12,7 +12,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
-from .collector import young_collections_only
+from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
 from .fingerprints import weights_digest
@@ -87,10 +87,9 @@ async def _play(config: RunConfig, world: WorldState, roles: Roles, cassette: Ca
                 inner: ModelBackend | None, store: Store, owns_inner: bool = True,
                 observer: TurnObserver | None = None,
                 on_calls_done: Callable[[], None] | None = None) -> RunOutcome:
-    """One episode, live or replayed. The cycle collector walks only young objects meanwhile
-    (:func:`collector.young_collections_only`): a turn's objects die young, and walking the
-    worlds in flight again and again cost a replay ~7 % of its CPU."""
-    with young_collections_only():
+    """One episode, live or replayed, with the cycle collector off
+    (:func:`collector.collector_off_while_runs_play`): its objects form no cycles."""
+    with collector_off_while_runs_play():
         return await _episode(config, world, roles, cassette, inner, store, owns_inner, observer,
                               on_calls_done)
 
@@ -240,7 +239,7 @@ def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, Mod
 
 async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
-    with young_collections_only():  # reading the cassette makes many objects too
+    with collector_off_while_runs_play():  # reading the cassette makes many objects too
         cassette = Cassette(cassette_path, RecordMode.none)
         config, world, entries = _from_meta(cassette)
         run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",

@@ -20,7 +20,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .cassette import Cassette, RecordMode
 from .cassette.persist import cassette_exists, journal_path
-from .collector import young_collections_only
+from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
 from .harm import prepare_default_lexicon
@@ -254,7 +254,7 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
                 await run  # a failure that is not the run's own (a bug) stops the study
 
     try:
-        with young_collections_only():  # the worlds in flight are not walked again and again
+        with collector_off_while_runs_play():
             await asyncio.gather(*(lane() for _ in range(min(study.concurrency, len(pending)))))
             await asyncio.gather(*runs)
     finally:

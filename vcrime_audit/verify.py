@@ -18,7 +18,7 @@ from typing import Any
 from .canonical import canonical_json
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from .cassette.persist import cassette_exists, journal_path
-from .collector import young_collections_only
+from .collector import collector_off_while_runs_play
 from .identity import IDENTICAL
 from .recorder import writer_alive
 from .rowdigest import unit_of
@@ -193,9 +193,9 @@ class Verifier:
             store.close()
 
     def runs(self, store: Store, run_ids: set[str]) -> None:
-        """Verify these runs of ``store``, in the store's order (the cycle collector walking
-        only young objects, as in each replay: reading cassettes and rows makes many too)."""
-        with young_collections_only():
+        """Verify these runs of ``store``, in the store's order (the cycle collector off, as in
+        each replay: reading cassettes and rows makes many objects too, none in a cycle)."""
+        with collector_off_while_runs_play():
             for run in store.runs():
                 if run["run_id"] in run_ids:
                     self._run(store, run)
