@@ -23,8 +23,9 @@ import multiprocessing
 import sqlite3
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from .backends.base import ModelBackend
 from .runner import RunConfig, RunOutcome
 from .store import Store
 from .study import StudyConfig, StudyProgress, grid, play_runs, unfinished
+
+TURNS_EVERY_S = 0.25
+"""How often a worker sends the turns it played (the parent's progress moves that often)."""
 
 
 class WorkerError(Exception):
@@ -82,12 +86,31 @@ class WorkerTask:
     expected_errors: tuple[type[Exception], ...] = ()
     """Errors that mean bad input: sent to the parent as their one line (others are bugs: the
     worker's traceback goes to stderr)."""
+    turns: list[str] = field(default_factory=list)
+    """Run ids of the turns played and not sent yet."""
+    turns_sent_at: float = 0.0
 
     def take(self) -> int | None:
         return self.counter.take(len(self.pending))
 
     def send(self, *event: Any) -> None:
+        """Send an event, after the turns not sent yet."""
+        if self.turns:
+            turns, self.turns = self.turns, []
+            self.turns_sent_at = time.monotonic()
+            self.events.send(("turns", turns))
         self.events.send(event)
+
+    def turn(self, run_id: str) -> None:
+        """A turn played: sent with the next event, or with the turns of the next
+        ``TURNS_EVERY_S``. A write to the pipe lets go of the interpreter lock, and getting it back
+        can wait for the store's writer thread: a write per turn (~160 a second in all on the
+        paper-size grid) was where a worker's event loop most often stood in its stalls."""
+        self.turns.append(run_id)
+        if time.monotonic() - self.turns_sent_at >= TURNS_EVERY_S:
+            turns, self.turns = self.turns, []
+            self.turns_sent_at = time.monotonic()
+            self.events.send(("turns", turns))
 
 
 def share_of(concurrency: int, index: int, workers: int) -> int:
@@ -101,7 +124,7 @@ async def play_share(task: WorkerTask, backend: ModelBackend | None = None) -> S
                                                                   task.workers)})
     progress = StudyProgress(total=len(task.pending))
     return await play_runs(study, task.pending, Store(study.db), progress, backend, task.replay_only,
-                           on_turn=lambda run_id, _record: task.send("turn", run_id),
+                           on_turn=lambda run_id, _record: task.turn(run_id),
                            on_run=lambda outcome: task.send("run", brief(outcome)), take=task.take)
 
 
@@ -195,10 +218,10 @@ def _follow(children: list[Any], readers: list[Connection], progress: StudyProgr
                     problems.append(_death(index, len(children), children[index].exitcode))
                 continue
             kind = event[0]
-            if kind == "turn":
-                progress.turns += 1
-                if on_turn:
-                    on_turn(event[1])
+            if kind == "turns":
+                progress.turns += len(event[1])
+                for run_id in event[1] if on_turn else ():
+                    on_turn(run_id)
             elif kind == "run":
                 progress.done += 1
                 progress.outcomes.append(event[1])
