@@ -123,8 +123,10 @@ class CallbackTimes:
     cycle collector's pauses, which happen inside callbacks."""
 
     def __init__(self) -> None:
-        self.long: list[tuple[float, float, str]] = []
-        """(when it started, seconds, what) of each callback over STALL_S / 5."""
+        self.long: list[tuple[float, float, float, str]] = []
+        """(when it started, seconds, CPU seconds of its thread, what) of each callback over
+        STALL_S / 5 (CPU well under the wall time: the thread waited, for the interpreter lock or
+        for a core)."""
         self.gc_pauses: list[tuple[float, int, float]] = []
         """(when it started, generation, seconds) of each pass."""
         self._gc_started = 0.0
@@ -136,11 +138,11 @@ class CallbackTimes:
         times = self
 
         def timed(handle: asyncio.Handle) -> None:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             original(handle)
             took = time.perf_counter() - started
             if took > STALL_S / 5:
-                times.note(took, handle, started)
+                times.note(took, time.thread_time() - cpu, handle, started)
 
         asyncio.events.Handle._run = timed  # type: ignore[method-assign]
         gc.callbacks.append(self._on_gc)
@@ -152,12 +154,12 @@ class CallbackTimes:
             self.gc_pauses.append((self._gc_started, info["generation"],
                                    time.perf_counter() - self._gc_started))
 
-    def note(self, took: float, handle: asyncio.Handle, started: float) -> None:
+    def note(self, took: float, cpu: float, handle: asyncio.Handle, started: float) -> None:
         callback = getattr(handle, "_callback", None)
         owner = getattr(callback, "__self__", None)
         coro = owner.get_coro() if isinstance(owner, asyncio.Task) else None
         what = getattr(coro, "__qualname__", None) or getattr(callback, "__qualname__", repr(callback))
-        self.long.append((started, took, what))
+        self.long.append((started, took, cpu, what))
 
     def figures(self) -> dict[str, Any]:
         return {"long_callbacks": self.long, "gc_pauses": self.gc_pauses}
@@ -280,8 +282,8 @@ def measure(spec: Any, latency_s: float, processes: int, debug: bool) -> dict[st
     serving = [max(f["starts"], default=started) + latency_s for f in figures]
     first_calls = [min(f["starts"], default=started) for f in figures]
     stalls = [s for f, until in zip(figures, serving, strict=True) for when, s in f["stalls"] if when < until]
-    long = sorted(((took, what) for f, until in zip(figures, serving, strict=True)
-                   for when, took, what in f["long_callbacks"] if when < until), reverse=True)
+    long = sorted(((took, cpu, what) for f, until in zip(figures, serving, strict=True)
+                   for when, took, cpu, what in f["long_callbacks"] if when < until), reverse=True)
     busy = sum(min(s + latency_s, ended) - s for s in starts)
     ideal = ideal_integral(spec.concurrency, len(grid(spec)), started, finishes, ended)
     return {"runs": len(finishes), "calls": len(starts), "seconds": ended - started,
@@ -289,7 +291,7 @@ def measure(spec: Any, latency_s: float, processes: int, debug: bool) -> dict[st
             "worst_stall": max(stalls, default=0.0), "stalls_over_50": sum(s > STALL_S for s in stalls),
             "stalled_s": sum(s for s in stalls if s > STALL_S),
             "culprits": sum((f["culprits"] for f in figures), Counter()),
-            "longest_callbacks": long[:5], "callbacks_over_50": sum(t > STALL_S for t, _ in long),
+            "longest_callbacks": long[:5], "callbacks_over_50": sum(t > STALL_S for t, _, _ in long),
             "gc_pauses": [(g, p) for f, since, until in zip(figures, first_calls, serving, strict=True)
                           for when, g, p in f["gc_pauses"] if since <= when < until],
             "loop_cpu": sum(f["loop_cpu"] for f in figures),
@@ -329,7 +331,7 @@ def main() -> None:
     gc_pauses = r["gc_pauses"]
     print(f"longest callback (the loop blocked) {1000 * longest[0][0] if longest else 0:.1f} ms "
           f"(target <= 50 ms), {r['callbacks_over_50']} callbacks over 50 ms; the longest: "
-          + ", ".join(f"{1000 * t:.0f} ms {what}" for t, what in longest))
+          + ", ".join(f"{1000 * t:.0f} ms ({1000 * cpu:.0f} ms CPU) {what}" for t, cpu, what in longest))
     for generation in sorted({g for g, _ in gc_pauses}):
         pauses = sorted(p for g, p in gc_pauses if g == generation)
         print(f"cycle collector while serving, generation {generation}: {len(pauses)} passes, median "

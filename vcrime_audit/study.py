@@ -27,7 +27,7 @@ from .harm import prepare_default_lexicon
 from .ids import MAX_SEED, IdError, check_id
 from .models import get_model
 from .runner import RunConfig, RunOutcome, cassette_path, run_episode
-from .scenario import ScenarioError, list_task_ids
+from .scenario import ScenarioError, list_task_ids, load_task
 from .scrub import scrub_text
 from .slices import take_turn
 from .statuses import RUN_OUTCOMES
@@ -195,6 +195,9 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
     take = take or in_order(len(pending))
     try:
         prepare_default_lexicon(sum(c.max_turns for c in pending))
+        if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
+            for task in sorted({c.task for c in pending}):
+                load_task(task)
         owned = bool(pending) and backend is None and not replay_only
         if owned:
             names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
@@ -219,7 +222,7 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
 
     async def one(config: RunConfig, calls_done: Callable[[], None]) -> None:
         try:
-            async with start_gate:  # one run starts per pass of the event loop: ~10-50 ms each
+            async with start_gate:  # one run starts per pass of the event loop: ~3 ms each
                 await asyncio.sleep(0)
             await take_turn()  # and in line with the answers waiting for their slice
             resume = cassette_exists(cassette_path(config, study.cassette_dir))
