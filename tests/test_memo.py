@@ -25,9 +25,13 @@ def test_a_value_is_made_once_per_object_and_never_served_to_another():
     assert value(first) == 10 and value(second) == 20
 
 
-def test_at_the_limit_the_memo_starts_again():
+def test_past_the_limit_the_oldest_entry_goes_one_at_a_time():
     memo: IdentityMemo[int] = IdentityMemo(limit=2)
     things = [Thing(n) for n in range(5)]
+    made = []
     for thing in things:
-        memo.get(thing, lambda t=thing: t.n)
-    assert len(memo) <= 2
+        memo.get(thing, lambda t=thing: made.append(t.n) or t.n)
+        assert len(memo) <= 2
+    assert [memo.get(t, lambda t=t: made.append(t.n) or t.n) for t in things[3:]] == [3, 4]
+    assert made == [0, 1, 2, 3, 4], "the two newest are kept"
+    assert memo.get(things[0], lambda: made.append(0) or 0) == 0 and made[-1] == 0, "the oldest went"
