@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -163,23 +164,28 @@ def plain_canonical_json(plain: Any) -> str:
 
 
 GIL_KEPT_BYTES = 2047
-"""hashlib lets go of the interpreter lock to hash 2,048 bytes or more at once. On an event loop
-that shares the process with the store's writer thread, getting it back can wait for that thread
-(up to the 5 ms switch interval): the loop hashes requests (~18 KB) and worlds several times a
-call. Fed in pieces under that size, the hash keeps the lock; ~1 us more for 18 KB."""
+"""hashlib lets go of the interpreter lock to hash 2,048 bytes or more at once. The event loop
+(on the main thread) hashes requests (~18 KB) and worlds several times a call, and getting the
+lock back can wait for the store's writer thread (up to the 5 ms switch interval); fed in pieces
+under that size, the hash keeps the lock (~1 us more for 18 KB). Other threads (the writer)
+hash at once and let the loop run meanwhile."""
 
 
 def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
-    """blake2b of ``data`` (text as UTF-8), hashed without letting go of the interpreter lock."""
+    """blake2b of ``data`` (text as UTF-8); on the main thread, without letting go of the
+    interpreter lock."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    if len(data) <= GIL_KEPT_BYTES:
+    if len(data) <= GIL_KEPT_BYTES or threading.current_thread() is not _MAIN_THREAD:
         return hashlib.blake2b(data, digest_size=digest_size).hexdigest()
     digest = hashlib.blake2b(digest_size=digest_size)
     view = memoryview(data)
     for at in range(0, len(data), GIL_KEPT_BYTES):
         digest.update(view[at:at + GIL_KEPT_BYTES])
     return digest.hexdigest()
+
+
+_MAIN_THREAD = threading.main_thread()
 
 
 def content_hash(obj: Any, digest_size: int = 16) -> str:
