@@ -29,11 +29,15 @@ def test_paused_inside_and_restored_after_an_error():
         assert not gc.isenabled()
         raise KeyError("fails inside")
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("block", [collector_paused, collector_off_while_runs_play])
+def test_left_off_when_it_was_off(block):
     gc.disable()
     try:
-        with collector_paused():
+        with block():
             pass
-        assert not gc.isenabled(), "left off when it was off"
+        assert not gc.isenabled()
     finally:
         gc.enable()
 
@@ -60,13 +64,6 @@ def test_off_while_runs_play_and_on_again_after_an_error_with_its_cycles_collect
     assert gc.isenabled()
     gc.collect()
     assert alive() is None
-    gc.disable()
-    try:
-        with collector_off_while_runs_play():
-            pass
-        assert not gc.isenabled(), "left off when it was off"
-    finally:
-        gc.enable()
 
 
 def test_overlapping_blocks_turn_it_on_again_when_the_last_one_closes():
