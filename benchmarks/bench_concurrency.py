@@ -332,6 +332,8 @@ def main() -> None:
     print(f"longest callback (the loop blocked) {1000 * longest[0][0] if longest else 0:.1f} ms "
           f"(target <= 50 ms), {r['callbacks_over_50']} callbacks over 50 ms; the longest: "
           + ", ".join(f"{1000 * t:.0f} ms ({1000 * cpu:.0f} ms CPU) {what}" for t, cpu, what in longest))
+    if not gc_pauses:
+        print("cycle collector while serving: no passes")
     for generation in sorted({g for g, _ in gc_pauses}):
         pauses = sorted(p for g, p in gc_pauses if g == generation)
         print(f"cycle collector while serving, generation {generation}: {len(pauses)} passes, median "

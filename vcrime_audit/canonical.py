@@ -169,6 +169,7 @@ GIL_KEPT_BYTES = 2047
 lock back can wait for the store's writer thread (up to the 5 ms switch interval); fed in pieces
 under that size, the hash keeps the lock (~1 us more for 18 KB). Other threads (the writer)
 hash at once and let the loop run meanwhile."""
+_MAIN_THREAD = threading.main_thread()
 
 
 def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
@@ -183,9 +184,6 @@ def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
     for at in range(0, len(data), GIL_KEPT_BYTES):
         digest.update(view[at:at + GIL_KEPT_BYTES])
     return digest.hexdigest()
-
-
-_MAIN_THREAD = threading.main_thread()
 
 
 def content_hash(obj: Any, digest_size: int = 16) -> str:

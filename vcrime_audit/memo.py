@@ -19,8 +19,8 @@ T = TypeVar("T")
 class IdentityMemo(Generic[T]):
     """``make(obj)``, kept per object. The object is kept with its value, so its id cannot be
     reused while the entry lives. Past ``limit`` entries the oldest one goes, one per new entry:
-    dropping them all at once freed up to 50,000 objects in one go, which held a study's event
-    loop for ~70 ms."""
+    dropping them all at once freed up to 50,000 objects in one go (a paper-size study's
+    callbacks of 66-75 ms of CPU went with that change; the longest left use under 10 ms)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

@@ -96,21 +96,23 @@ class WorkerTask:
     def send(self, *event: Any) -> None:
         """Send an event, after the turns not sent yet."""
         if self.turns:
-            turns, self.turns = self.turns, []
-            self.turns_sent_at = time.monotonic()
-            self.events.send(("turns", turns))
+            self._send_turns()
         self.events.send(event)
 
     def turn(self, run_id: str) -> None:
         """A turn played: sent with the next event, or with the turns of the next
         ``TURNS_EVERY_S``. A write to the pipe lets go of the interpreter lock, and getting it back
-        can wait for the store's writer thread: a write per turn (~160 a second in all on the
-        paper-size grid) was where a worker's event loop most often stood in its stalls."""
+        can wait for the store's writer thread: a write per turn (~110 a second in all on the
+        paper-size grid: 27,136 turns in ~240 s) was where a worker's event loop most often stood
+        in its stalls."""
         self.turns.append(run_id)
         if time.monotonic() - self.turns_sent_at >= TURNS_EVERY_S:
-            turns, self.turns = self.turns, []
-            self.turns_sent_at = time.monotonic()
-            self.events.send(("turns", turns))
+            self._send_turns()
+
+    def _send_turns(self) -> None:
+        turns, self.turns = self.turns, []
+        self.turns_sent_at = time.monotonic()
+        self.events.send(("turns", turns))
 
 
 def share_of(concurrency: int, index: int, workers: int) -> int:
