@@ -1,7 +1,12 @@
 """Calls in flight and event-loop stalls of a study against a simulated model server.
 
 The SCRIPTED backend (no model) answers after ``--latency-ms`` (default 200 ms) with unlimited
-parallelism, like a vLLM server batching hundreds of sequences. The study runs in this process
+parallelism, like a vLLM server batching hundreds of sequences. A real server makes its answers
+on its own machine; the scripted backend makes them in the study's process, on its event loop
+(~0.3 ms of CPU a call, a third of the loop's). So by default (``--answers ahead``) pass 1 plays
+the same grid at no latency, keeping every answer by its request, and the timed pass 2 looks each
+answer up (the study is seeded: it sends the same requests; any it lacks is made then and counted).
+``--answers on-loop`` times the study with the answers made on the loop. The study runs in this process
 (``run_study``, what ``vcrime-audit study --concurrency N`` calls) or, with ``--processes N``, in
 N worker processes sharing the grid and the store (``run_study_processes``, what ``study
 --processes N`` calls), recording cassettes and a store in a temporary folder. Each event loop
@@ -14,8 +19,8 @@ Definitions:
   flight at a time;
 - in-flight ratio: time integral of in-flight calls / time integral of the ideal, over the study;
 - CPU per call: CPU time of the event loops' threads over the study / calls, split into the
-  simulated server's (making the scripted answers, which a real server does elsewhere) and the
-  study's own; the ideal leaves latency / concurrency x loops of loop time per call;
+  simulated server's (making the scripted answers, or looking them up) and the study's own; the
+  ideal leaves latency / concurrency x loops of loop time per call;
 - blocked: how long one callback of the event loop ran (``asyncio.Handle._run`` timed): while it
   runs no other run, timer or answer moves. The issue's "never blocked for more than 50 ms" is the
   longest of these;
@@ -30,7 +35,8 @@ Definitions:
   no call back); the cycle collector's passes are listed from the loop's first call.
 
     python benchmarks/bench_concurrency.py [--concurrency 256] [--latency-ms 200] [--processes 1]
-                                           [--attackers 8 --tasks 40 --seeds 3] [--max-turns 60] [--diagnose]
+                                           [--attackers 8 --tasks 40 --seeds 3] [--max-turns 60]
+                                           [--answers ahead|on-loop] [--diagnose]
 
 ``--diagnose`` turns on asyncio debug mode, which logs every callback that held the loop
 longer than 50 ms (debug mode itself slows the loop; use it to find, not to measure).
@@ -42,6 +48,8 @@ import argparse
 import asyncio
 import functools
 import logging
+import marshal
+import os
 import sys
 import tempfile
 import threading
@@ -52,6 +60,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_study import load_average, study_spec  # noqa: E402
+
+from vcrime_audit.canonical import blake2b_hex  # noqa: E402
 
 HEARTBEAT_S = 0.005
 STALL_S = 0.050
@@ -78,6 +88,77 @@ class Counting:
         if result.seconds:
             await asyncio.sleep(result.seconds)
         return result
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+ANSWERS_ENV = "VCRIME_BENCH_ANSWERS"
+"""Folder of the answers made ahead (``--answers ahead``): pass 1's workers write their answers
+there, pass 2's workers read them all; a worker process is spawned and only sees the environment."""
+
+
+def answer_key(request: Any) -> int:
+    return int(blake2b_hex(request.canonical(), 8), 16)
+
+
+class MakingAnswers:
+    """Pass 1 of ``--answers ahead``: the scripted backend at no latency, keeping every answer by
+    its request (the study is seeded: pass 2 sends the same requests)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        self.answers: dict[int, tuple[str, str, int, int]] = {}
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return self.inner.fingerprint(model)
+
+    async def generate(self, request: Any) -> Any:
+        result = self.inner.answer(request)
+        self.answers[answer_key(request)] = (result.text, result.finish_reason, result.usage.prompt_tokens,
+                                             result.usage.completion_tokens)
+        return result.model_copy(update={"seconds": 0.0})
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def save(self, folder: Path) -> None:
+        (folder / f"answers-{os.getpid()}.marshal").write_bytes(marshal.dumps(self.answers))
+
+
+class AnswersMadeAhead:
+    """Pass 2 of ``--answers ahead``: the scripted backend's answers, looked up (a real server
+    makes its answers on its own machine, not on the study's cores); one it lacks is made as
+    usual and counted."""
+
+    def __init__(self, inner: Any, answers: dict[int, tuple[str, str, int, int]]) -> None:
+        self.inner, self.name, self.answers, self.missing = inner, inner.name, answers, 0
+        self.load_s = 0.0
+
+    @classmethod
+    def load(cls, inner: Any, folder: Path) -> AnswersMadeAhead:
+        started = time.perf_counter()
+        answers: dict[int, tuple[str, str, int, int]] = {}
+        for path in sorted(folder.glob("answers-*.marshal")):
+            answers.update(marshal.loads(path.read_bytes()))
+        made = cls(inner, answers)
+        made.load_s = time.perf_counter() - started
+        return made
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return self.inner.fingerprint(model)
+
+    def answer(self, request: Any) -> Any:
+        from vcrime_audit.backends.base import GenerateResult, Usage
+
+        made = self.answers.get(answer_key(request))
+        seconds = self.inner.latency_s(request.model)
+        if made is None:
+            self.missing += 1
+            return self.inner.answer(request)
+        text, finish, prompt, completion = made
+        return GenerateResult(text=text, finish_reason=finish, seconds=seconds,
+                              usage=Usage(prompt_tokens=prompt, completion_tokens=completion))
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -216,6 +297,8 @@ class Instruments:
     def figures(self) -> dict[str, Any]:
         return {"starts": self.backend.starts, "stalls": self.stalls, "culprits": self.watchdog.culprits,
                 "loop_cpu": self.loop_cpu, "server_cpu": self.backend.server_cpu,
+                "missing": getattr(self.backend.inner, "missing", 0),
+                "answers_load_s": getattr(self.backend.inner, "load_s", 0.0),
                 **self.callbacks.figures()}
 
 
@@ -228,11 +311,47 @@ def scripted_backend(spec: Any) -> Any:
     return make_backend(spec.backend, {n: get_model(n) for n in names})
 
 
+def server(spec: Any) -> Any:
+    """What answers this process's calls: the scripted backend, or (``--answers ahead``) the
+    answers it made in pass 1, looked up."""
+    backend = scripted_backend(spec)
+    folder = os.environ.get(ANSWERS_ENV)
+    return AnswersMadeAhead.load(backend, Path(folder)) if folder else backend
+
+
+async def making_answers(task: Any) -> Any:
+    """A worker of pass 1 (``--answers ahead``): plays its share with no latency, then writes the
+    answers it got into the folder ``ANSWERS_ENV`` names."""
+    from vcrime_audit.study_processes import play_share
+
+    backend = MakingAnswers(scripted_backend(task.study))
+    progress = await play_share(task, backend=backend)
+    backend.save(Path(os.environ[ANSWERS_ENV]))
+    return progress
+
+
+def make_answers(spec: Any, processes: int, folder: Path) -> float:
+    """Pass 1 of ``--answers ahead``: the study at no latency, every answer written into
+    ``folder``; its wall seconds."""
+    from vcrime_audit.study import run_study
+    from vcrime_audit.study_processes import run_study_processes, study_worker
+
+    started = time.perf_counter()
+    os.environ[ANSWERS_ENV] = str(folder)
+    if processes == 1:
+        backend = MakingAnswers(scripted_backend(spec))
+        asyncio.run(run_study(spec, backend=backend))
+        backend.save(folder)
+    else:
+        run_study_processes(spec, processes, worker=functools.partial(study_worker, play=making_answers))
+    return time.perf_counter() - started
+
+
 async def in_this_process(spec: Any, finishes: list[float]) -> list[dict[str, Any]]:
     """The study on this process's event loop (``study --processes 1``)."""
     from vcrime_audit.study import run_study
 
-    instruments = Instruments(scripted_backend(spec))
+    instruments = Instruments(server(spec))
     await instruments.around(run_study(spec, backend=instruments.backend,
                                        on_run=lambda _: finishes.append(time.perf_counter())))
     await instruments.backend.aclose()
@@ -244,7 +363,7 @@ async def instrumented_share(task: Any) -> Any:
     with this benchmark's instruments on its event loop; sends their figures to the parent."""
     from vcrime_audit.study_processes import play_share
 
-    instruments = Instruments(scripted_backend(task.study))
+    instruments = Instruments(server(task.study))
     progress = await instruments.around(play_share(task, backend=instruments.backend))
     await instruments.backend.aclose()
     task.send("measure", instruments.figures())
@@ -295,7 +414,9 @@ def measure(spec: Any, latency_s: float, processes: int, debug: bool) -> dict[st
             "gc_pauses": [(g, p) for f, since, until in zip(figures, first_calls, serving, strict=True)
                           for when, g, p in f["gc_pauses"] if since <= when < until],
             "loop_cpu": sum(f["loop_cpu"] for f in figures),
-            "server_cpu": sum(f["server_cpu"] for f in figures)}
+            "server_cpu": sum(f["server_cpu"] for f in figures),
+            "missing": sum(f["missing"] for f in figures),
+            "answers_load_s": max(f["answers_load_s"] for f in figures)}
 
 
 def main() -> None:
@@ -308,20 +429,35 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=60, help="Turn cap (the paper's: 60).")
     parser.add_argument("--processes", type=int, default=1,
                         help="Worker processes sharing the grid (study --processes N).")
+    parser.add_argument("--answers", choices=("ahead", "on-loop"), default="ahead",
+                        help="ahead: the scripted answers are made in a first pass and looked up in "
+                        "the timed one (a real server makes them on its own machine); on-loop: made "
+                        "on the study's event loop as each call is sent.")
     parser.add_argument("--diagnose", action="store_true")
     args = parser.parse_args()
     if args.diagnose:
         logging.basicConfig(level=logging.WARNING)
+    os.environ.pop(ANSWERS_ENV, None)
     with tempfile.TemporaryDirectory() as tmp:
-        spec = study_spec(Path(tmp), args.attackers, args.tasks, args.seeds, args.concurrency,
-                          args.latency_ms, max_turns=args.max_turns)
+        grid_args = (args.attackers, args.tasks, args.seeds, args.concurrency)
         scale = args.attackers * args.tasks * args.seeds
         print(f"grid {args.attackers} x {args.tasks} x {args.seeds} = {scale} runs, {args.max_turns}-turn "
               f"cap (the paper's: 960 runs, 60 turns), concurrency {args.concurrency} in "
               f"{args.processes} process(es), SCRIPTED backend "
-              f"with {args.latency_ms:.0f} ms per call; {load_average()}")
+              f"with {args.latency_ms:.0f} ms per call, answers {args.answers}; {load_average()}")
+        if args.answers == "ahead":
+            folder = Path(tmp) / "answers"
+            folder.mkdir()
+            seconds = make_answers(study_spec(Path(tmp) / "ahead", *grid_args, 0.0, max_turns=args.max_turns),
+                                   args.processes, folder)
+            size = sum(p.stat().st_size for p in folder.iterdir())
+            print(f"pass 1 (answers made, no latency): {seconds:.1f} s, {size / 1e6:.0f} MB of answers")
+        spec = study_spec(Path(tmp) / "timed", *grid_args, args.latency_ms, max_turns=args.max_turns)
         result = measure(spec, args.latency_ms / 1000, args.processes, args.diagnose)
     r = result
+    if args.answers == "ahead":
+        print(f"answers looked up (loaded in {r['answers_load_s']:.2f} s before the first call, counted "
+              f"in the study's time); {r['missing']} calls had no answer made ahead and were made then")
     print(f"{r['runs']} runs, {r['calls']} calls in {r['seconds']:.1f} s "
           f"({r['calls'] / r['seconds']:.0f} calls/s; a call takes {args.latency_ms:.0f} ms)")
     print(f"in-flight ratio {100 * r['ratio']:.1f} % of the ideal (target >= 95 %); worst event-loop "
@@ -344,7 +480,8 @@ def main() -> None:
     budget = args.latency_ms / args.concurrency * r["loops"]
     print(f"CPU of the event loops' threads ({r['loops']}) {r['loop_cpu']:.1f} s = {per_call:.2f} ms "
           f"per call, "
-          f"of which the simulated server's answers {r['server_cpu']:.1f} s; the study's own "
+          f"of which the simulated server's answers (or their look-up) {r['server_cpu']:.1f} s; the "
+          f"study's own "
           f"{own:.2f} ms per call, where the ideal ({args.concurrency} calls in flight, "
           f"{args.latency_ms:.0f} ms each) leaves {budget:.2f} ms per call")
     samples = sum(r["culprits"].values())

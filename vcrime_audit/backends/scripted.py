@@ -271,6 +271,10 @@ class ScriptedBackend:
         return {"engine": "vcrime-audit scripted (no model; benchmarks and tests only)",
                 "script_version": SCRIPT_VERSION, "model": model, "options": options}
 
+    def latency_s(self, model: str) -> float:
+        """The simulated answer time of ``model``'s calls."""
+        return self.options[self._entry(model).name].latency_ms / 1000
+
     def answer(self, request: GenerateRequest) -> GenerateResult:
         """The answer without the simulated wait (pure, cheap: one hash and one walk)."""
         options = self.options[self._entry(request.model).name]
