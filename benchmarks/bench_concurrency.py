@@ -99,7 +99,13 @@ there, pass 2's workers read them all; a worker process is spawned and only sees
 
 
 def answer_key(request: Any) -> int:
-    return int(blake2b_hex(request.canonical(), 8), 16)
+    """The request's model, call, attempt, seed and messages, hashed. Not its canonical JSON:
+    the study makes that off the loop, when it records the call; made here, it would be charged
+    to the simulated server and moved onto the loop. Two requests alike in all of these would get
+    one answer, and the study would then send requests pass 1 never saw: counted as missing."""
+    parts = [request.model, request.call, str(request.attempt), str(request.sampling.seed),
+             *(m.content for m in request.messages)]
+    return int(blake2b_hex("\0".join(parts), 8), 16)
 
 
 class MakingAnswers:
