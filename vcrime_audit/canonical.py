@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -163,18 +164,20 @@ def plain_canonical_json(plain: Any) -> str:
 
 
 GIL_KEPT_BYTES = 2047
-"""hashlib lets go of the interpreter lock to hash 2,048 bytes or more at once, and getting it
-back waits for the thread that took it meanwhile (up to the 5 ms switch interval). The event loop
-hashes requests (~18 KB) and worlds several times a call, and the store's writer thread hashes
-rows; in a study each waited for the other. Fed in pieces under that size, a hash keeps the lock
-(~1 us more for 18 KB, far less than a wait)."""
+"""hashlib lets go of the interpreter lock to hash 2,048 bytes or more at once. The event loop
+(on the main thread) hashes requests (~18 KB) and worlds several times a call, and getting the
+lock back can wait for the store's writer thread (up to the 5 ms switch interval); fed in pieces
+under that size, the hash keeps the lock (~1 us more for 18 KB). Other threads (the writer)
+hash at once and let the loop run meanwhile."""
+_MAIN_THREAD = threading.main_thread()
 
 
 def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
-    """blake2b of ``data`` (text as UTF-8), without letting go of the interpreter lock."""
+    """blake2b of ``data`` (text as UTF-8); on the main thread, without letting go of the
+    interpreter lock."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    if len(data) <= GIL_KEPT_BYTES:
+    if len(data) <= GIL_KEPT_BYTES or threading.current_thread() is not _MAIN_THREAD:
         return hashlib.blake2b(data, digest_size=digest_size).hexdigest()
     digest = hashlib.blake2b(digest_size=digest_size)
     view = memoryview(data)
