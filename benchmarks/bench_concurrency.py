@@ -67,18 +67,28 @@ HEARTBEAT_S = 0.005
 STALL_S = 0.050
 
 
-class Counting:
-    """Passes calls through; notes when each call reached the (simulated) server."""
+class Wrapping:
+    """A backend around the scripted one: its name, fingerprint and closing are the inner one's."""
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.name = inner, inner.name
+
+    def fingerprint(self, model: str) -> dict[str, Any]:
+        return self.inner.fingerprint(model)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class Counting(Wrapping):
+    """Passes calls through; notes when each call reached the (simulated) server."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
         self.starts: list[float] = []
         self.server_cpu = 0.0
         """CPU seconds the simulated server spent making answers, on the event loop's thread (a
         real server spends them on its own machine)."""
-
-    def fingerprint(self, model: str) -> dict[str, Any]:
-        return self.inner.fingerprint(model)
 
     async def generate(self, request: Any) -> Any:
         self.starts.append(time.perf_counter())
@@ -88,9 +98,6 @@ class Counting:
         if result.seconds:
             await asyncio.sleep(result.seconds)
         return result
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 ANSWERS_ENV = "VCRIME_BENCH_ANSWERS"
@@ -108,38 +115,32 @@ def answer_key(request: Any) -> int:
     return int(blake2b_hex("\0".join(parts), 8), 16)
 
 
-class MakingAnswers:
-    """Pass 1 of ``--answers ahead``: the scripted backend at no latency, keeping every answer by
-    its request (the study is seeded: pass 2 sends the same requests)."""
+class MakingAnswers(Wrapping):
+    """Pass 1 of ``--answers ahead``: the scripted backend (at no latency), keeping every answer
+    by its request (the study is seeded: pass 2 sends the same requests)."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.name = inner, inner.name
+        super().__init__(inner)
         self.answers: dict[int, tuple[str, str, int, int]] = {}
-
-    def fingerprint(self, model: str) -> dict[str, Any]:
-        return self.inner.fingerprint(model)
 
     async def generate(self, request: Any) -> Any:
         result = self.inner.answer(request)
         self.answers[answer_key(request)] = (result.text, result.finish_reason, result.usage.prompt_tokens,
                                              result.usage.completion_tokens)
-        return result.model_copy(update={"seconds": 0.0})
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+        return result
 
     def save(self, folder: Path) -> None:
         (folder / f"answers-{os.getpid()}.marshal").write_bytes(marshal.dumps(self.answers))
 
 
-class AnswersMadeAhead:
+class AnswersMadeAhead(Wrapping):
     """Pass 2 of ``--answers ahead``: the scripted backend's answers, looked up (a real server
     makes its answers on its own machine, not on the study's cores); one it lacks is made as
     usual and counted."""
 
-    def __init__(self, inner: Any, answers: dict[int, tuple[str, str, int, int]]) -> None:
-        self.inner, self.name, self.answers, self.missing = inner, inner.name, answers, 0
-        self.load_s = 0.0
+    def __init__(self, inner: Any, answers: dict[int, tuple[str, str, int, int]], load_s: float) -> None:
+        super().__init__(inner)
+        self.answers, self.load_s, self.missing = answers, load_s, 0
 
     @classmethod
     def load(cls, inner: Any, folder: Path) -> AnswersMadeAhead:
@@ -147,27 +148,18 @@ class AnswersMadeAhead:
         answers: dict[int, tuple[str, str, int, int]] = {}
         for path in sorted(folder.glob("answers-*.marshal")):
             answers.update(marshal.loads(path.read_bytes()))
-        made = cls(inner, answers)
-        made.load_s = time.perf_counter() - started
-        return made
-
-    def fingerprint(self, model: str) -> dict[str, Any]:
-        return self.inner.fingerprint(model)
+        return cls(inner, answers, time.perf_counter() - started)
 
     def answer(self, request: Any) -> Any:
         from vcrime_audit.backends.base import GenerateResult, Usage
 
         made = self.answers.get(answer_key(request))
-        seconds = self.inner.latency_s(request.model)
         if made is None:
             self.missing += 1
             return self.inner.answer(request)
         text, finish, prompt, completion = made
-        return GenerateResult(text=text, finish_reason=finish, seconds=seconds,
+        return GenerateResult(text=text, finish_reason=finish, seconds=self.inner.latency_s(request.model),
                               usage=Usage(prompt_tokens=prompt, completion_tokens=completion))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class Watchdog(threading.Thread):
@@ -337,13 +329,12 @@ async def making_answers(task: Any) -> Any:
 
 
 def make_answers(spec: Any, processes: int, folder: Path) -> float:
-    """Pass 1 of ``--answers ahead``: the study at no latency, every answer written into
-    ``folder``; its wall seconds."""
+    """Pass 1 of ``--answers ahead``: the study (its registry at no latency), every answer
+    written into ``folder`` (the one ``ANSWERS_ENV`` names, for the workers); its wall seconds."""
     from vcrime_audit.study import run_study
     from vcrime_audit.study_processes import run_study_processes, study_worker
 
     started = time.perf_counter()
-    os.environ[ANSWERS_ENV] = str(folder)
     if processes == 1:
         backend = MakingAnswers(scripted_backend(spec))
         asyncio.run(run_study(spec, backend=backend))
@@ -454,6 +445,7 @@ def main() -> None:
         if args.answers == "ahead":
             folder = Path(tmp) / "answers"
             folder.mkdir()
+            os.environ[ANSWERS_ENV] = str(folder)  # read by both passes' workers
             seconds = make_answers(study_spec(Path(tmp) / "ahead", *grid_args, 0.0, max_turns=args.max_turns),
                                    args.processes, folder)
             size = sum(p.stat().st_size for p in folder.iterdir())

@@ -291,7 +291,7 @@ class ScriptedBackend:
         prompt = sum(len(m.content) for m in request.messages) // 4
         return GenerateResult(text=text, finish_reason=finish,
                               usage=Usage(prompt_tokens=prompt, completion_tokens=len(text) // 3),
-                              seconds=options.latency_ms / 1000)
+                              seconds=self.latency_s(request.model))
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         result = self.answer(request)
