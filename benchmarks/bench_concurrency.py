@@ -50,6 +50,7 @@ import functools
 import logging
 import marshal
 import os
+import resource
 import sys
 import tempfile
 import threading
@@ -263,6 +264,7 @@ class Instruments:
         """(when, seconds) of each late beat: how late it woke, and when it was due."""
         self.watchdog = Watchdog(threading.get_ident())
         self.loop_cpu = 0.0
+        self.process_cpu = 0.0
         self.callbacks = CallbackTimes()
         self.callbacks.install()
 
@@ -283,11 +285,12 @@ class Instruments:
 
         beat = asyncio.create_task(heartbeat())
         self.watchdog.start()
-        cpu = time.thread_time()
+        cpu, process_cpu = time.thread_time(), time.process_time()
         try:
             return await work
         finally:
             self.loop_cpu = time.thread_time() - cpu
+            self.process_cpu = time.process_time() - process_cpu
             done.set()
             await beat
             self.watchdog.stop = True
@@ -295,6 +298,8 @@ class Instruments:
     def figures(self) -> dict[str, Any]:
         return {"starts": self.backend.starts, "stalls": self.stalls, "culprits": self.watchdog.culprits,
                 "loop_cpu": self.loop_cpu, "server_cpu": self.backend.server_cpu,
+                "process_cpu": self.process_cpu,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "missing": getattr(self.backend.inner, "missing", 0),
                 "answers_load_s": getattr(self.backend.inner, "load_s", 0.0),
                 **self.callbacks.figures()}
@@ -412,6 +417,8 @@ def measure(spec: Any, latency_s: float, processes: int, debug: bool) -> dict[st
                           for when, g, p in f["gc_pauses"] if since <= when < until],
             "loop_cpu": sum(f["loop_cpu"] for f in figures),
             "server_cpu": sum(f["server_cpu"] for f in figures),
+            "process_cpu": sum(f["process_cpu"] for f in figures),
+            "peak_rss_mb": max(f["peak_rss_mb"] for f in figures),
             "missing": sum(f["missing"] for f in figures),
             "answers_load_s": max(f["answers_load_s"] for f in figures)}
 
@@ -482,6 +489,18 @@ def main() -> None:
           f"study's own "
           f"{own:.2f} ms per call, where the ideal ({args.concurrency} calls in flight, "
           f"{args.latency_ms:.0f} ms each) leaves {budget:.2f} ms per call")
+    cores = os.cpu_count() or 1
+    cpu_per_call = r["process_cpu"] / r["calls"]
+    print(f"CPU of the study's processes, every thread ({r['loops']}) {r['process_cpu']:.1f} s = "
+          f"{1000 * cpu_per_call:.2f} ms per call, of which the simulated server's "
+          f"{r['server_cpu']:.1f} s; {r['process_cpu'] / r['seconds']:.2f} of the {cores} CPUs over "
+          f"the study's wall time"
+          + (f"; at this cost per call, {args.concurrency} calls in flight "
+             f"({args.concurrency / args.latency_ms * 1000:.0f} calls/s) take "
+             f"{cpu_per_call * args.concurrency / args.latency_ms * 1000:.2f} CPUs"
+             if args.latency_ms > 0 else ""))
+    print(f"peak resident memory of a study process {r['peak_rss_mb']:.0f} MB"
+          + (" (pass 1 ran in it too)" if args.processes == 1 and args.answers == "ahead" else ""))
     samples = sum(r["culprits"].values())
     if samples:
         print("what held the loop during stalls (share of 10 ms watchdog samples, innermost "
