@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.cassette.test_persist import gzipfile_bytes
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
 from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
 from vcrime_audit.cassette.persist import (
@@ -68,6 +69,74 @@ def test_the_final_file_is_byte_stable(tmp_path, scripted):
     a = recorded(tmp_path / "a", scripted) if (tmp_path / "a").mkdir() is None else None
     b = recorded(tmp_path / "b", scripted) if (tmp_path / "b").mkdir() is None else None
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_the_final_file_compressed_turn_by_turn_is_gzip_of_its_lines(tmp_path, scripted):
+    path = recorded(tmp_path, scripted, n=4)
+    assert path.read_bytes() == gzipfile_bytes(lines_of(path))
+
+
+def test_a_resumed_journal_finalises_to_gzip_of_all_its_lines(tmp_path, scripted):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
+    for i in range(2):
+        ask(backend, request(f"q{i}"))
+        cassette.flush()
+    cassette.close()  # a crash: the journal stays, no final file
+    resumed = Cassette(path, RecordMode.new)
+    ask(RecordingBackend(resumed, scripted(lambda r: "more")), request("q2"))
+    resumed.flush()
+    resumed.close_with_summary({"rows_hash": "x", "rows": {}})
+    resumed.finalise()
+    lines = lines_of(path)
+    assert len(lines) == 5 and path.read_bytes() == gzipfile_bytes(lines)
+
+
+def test_a_cassette_recorded_into_after_its_final_file_keeps_every_line(tmp_path, scripted):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
+    ask(backend, request("q0"))
+    cassette.save()
+    ask(backend, request("q1"))
+    cassette.save()
+    lines = lines_of(path)
+    assert [json.loads(line)["type"] for line in lines] == ["header", "call", "call"]
+    assert path.read_bytes() == gzipfile_bytes(lines)
+    assert [c["request"]["messages"][0]["content"] for c in Cassette(path, RecordMode.none).calls] \
+        == ["q0", "q1"]
+
+
+def test_a_finished_cassette_recorded_into_in_mode_new_gets_a_new_summary(tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    before = lines_of(path)
+    resumed = Cassette(path, RecordMode.new)
+    ask(RecordingBackend(resumed, scripted(lambda r: "more")), request("q9"))
+    resumed.close_with_summary({"rows_hash": "y", "rows": {}})
+    resumed.finalise()
+    lines = lines_of(path)
+    assert lines[:4] == before[:4] and len(lines) == 6 and path.read_bytes() == gzipfile_bytes(lines)
+    again = Cassette(path, RecordMode.none)
+    assert again.verifiable and again.summary["records"] == 5
+
+
+def test_a_final_write_that_fails_can_be_tried_again(tmp_path, scripted):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
+    ask(backend, request("q0"))
+    cassette.flush()
+    cassette.close_with_summary({"rows_hash": "x", "rows": {}})
+    (path / "in the way").mkdir(parents=True)  # os.replace cannot put a file over a full folder
+    with pytest.raises(OSError):
+        cassette.finalise()
+    (path / "in the way").rmdir()
+    path.rmdir()
+    cassette.finalise()
+    lines = lines_of(path)
+    assert [json.loads(line)["type"] for line in lines] == ["header", "call", "summary"]
+    assert path.read_bytes() == gzipfile_bytes(lines) and not journal_path(path).exists()
 
 
 @pytest.mark.parametrize("field", ["text", "finish_reason", "completion_tokens", "seconds", "parsed"])

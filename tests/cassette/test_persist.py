@@ -1,13 +1,25 @@
 """A record's line made from canonical JSON already made for some of its values is the line made
 from the whole record: the same checksum, the same bytes (or the same refusal)."""
 
+import gzip
+import io
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.test_canonical import DATA, TEXT
 from vcrime_audit.canonical import canonical_json
-from vcrime_audit.cassette.persist import checksummed, line_checksum
+from vcrime_audit.cassette.persist import (
+    FinalGzip,
+    WrittenLines,
+    checksummed,
+    claimed_checksum,
+    line_checksum,
+)
+
+COMMITTED = Path(__file__).resolve().parents[2] / "cassettes"
 
 KEYS = st.sampled_from(["type", "key", "request", "fingerprint", "result", "parsed", "error", "é", "Z",
                         'a\\"b', "\U0001f600", "checksum"]) | TEXT
@@ -32,3 +44,51 @@ def test_a_line_from_known_parts_is_the_line_from_the_whole(record, data):
         return
     assert checksummed(record, known) == whole
     assert line_checksum(whole[1]) == (whole[0], True)
+
+
+def gzipfile_bytes(lines: list[str]) -> bytes:
+    """What the standard library's GzipFile writes for the lines (no name, no time, level 9)."""
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write("".join(line + "\n" for line in lines).encode("utf-8"))
+    return out.getvalue()
+
+
+LINES = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=3000)
+                 | st.sampled_from(["", "x" * 70_000, "abc" * 9000]), max_size=12)
+
+
+@given(LINES, st.data())
+def test_compressing_lines_as_they_come_gives_the_bytes_of_compressing_them_at_once(lines, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(lines)), max_size=6)))
+    final = FinalGzip()
+    for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        final.add(lines[start:end])
+        assert final.bytes() == gzipfile_bytes(lines[:end])
+    assert gzip.decompress(final.bytes()).decode("utf-8") == "".join(f"{line}\n" for line in lines)
+
+
+@pytest.mark.parametrize("path", sorted(COMMITTED.rglob("*.jsonl.gz")), ids=lambda p: p.name)
+def test_every_committed_cassette_is_what_compressing_its_lines_gives(path):
+    lines = gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()
+    assert FinalGzip(lines).bytes() == path.read_bytes()
+
+
+RECORD_LINES = st.lists(st.builds(lambda c, body: '{"checksum":"' + c + '",' + body,
+                                  st.text("0123456789abcdef", min_size=32, max_size=32),
+                                  st.text(st.characters(blacklist_categories=("Cs",),
+                                                        blacklist_characters="\n")
+                                          | st.sampled_from(["\u2028", "\x85", "\r", "é"]), max_size=500)),
+                        max_size=8)
+
+
+@given(st.lists(st.tuples(RECORD_LINES, st.booleans()), max_size=6), RECORD_LINES)
+def test_written_lines_keep_what_a_list_of_the_lines_would_give(adds, more):
+    written, plain = WrittenLines(), []
+    for lines, compress in adds:
+        written.add(lines, compress=compress)
+        plain += lines
+        assert written.lines() == plain and len(written) == len(plain)
+    assert written.checksums == [claimed_checksum(line) for line in plain]
+    assert written.final_bytes(more) == gzipfile_bytes(plain + more)
+    assert written.lines() == plain  # the summary given to final_bytes is not added

@@ -8,8 +8,9 @@
 While a job records, new call records wait in memory until the job commits a unit (a turn, a
 conversation, an item); :meth:`Cassette.flush` then appends them to the journal and syncs it,
 before the store commits the unit. :meth:`Cassette.close_with_summary` writes the summary (with
-the chain hash over every record) and :meth:`Cassette.finalise` compresses the journal into the
-final file.
+the chain hash over every record) and :meth:`Cassette.finalise` writes the final file: the
+journal's lines, compressed unit by unit as they were flushed (only their checksums stay in
+memory, :class:`~vcrime_audit.cassette.persist.WrittenLines`).
 """
 
 from __future__ import annotations
@@ -28,17 +29,17 @@ from .persist import (
     FORMAT_VERSION,
     CassetteFileError,
     Journal,
+    WrittenLines,
     cassette_exists,
     chain_update,
     checksummed,
-    claimed_checksum,
     drop_empty_journal,
     journal_path,
     read_final,
     read_journal,
     record_checksum,
     record_line,
-    write_final,
+    write_final_bytes,
 )
 
 Pending = tuple[object | None, dict[str, Any], GenerateRequest]
@@ -92,7 +93,7 @@ class Cassette:
         self.summary: dict[str, Any] | None = None
         self.calls: list[dict[str, Any]] = []
         self.format = FORMAT_VERSION
-        self._lines: list[str] = []
+        self._written = WrittenLines()
         self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._played: dict[str, int] = defaultdict(int)
         self._pending: list[Pending] = []
@@ -123,7 +124,7 @@ class Cassette:
         where = journal_path(self.path) if self._from_journal else self.path
         self.format = int(records[0]["format"])
         self.meta = records[0].get("meta") or {}
-        chain = ""
+        chain, kept = "", []
         for number, (record, line) in enumerate(zip(records, lines, strict=True), start=1):
             kind = record["type"]
             if number > 1 and kind == "header":
@@ -137,15 +138,16 @@ class Cassette:
                 self._by_key[record["key"]].append(record)
             elif kind == "summary":
                 self.summary = record
-                self._check_chain(where, record, chain, len(self._lines))
+                self._check_chain(where, record, chain, len(kept))
                 self._summary_in_journal = self._from_journal
                 continue
             if self.format >= 2:
                 chain = chain_update(chain, record["checksum"])
-                self._lines.append(line)
+                kept.append(line)
         if self.format < 2:
             self._check_keys()
-            self._lines = []
+        else:
+            self._written.add(kept, compress=False)
 
     def _check_call(self, where: Path, number: int, record: dict[str, Any]) -> None:
         missing = [k for k in CALL_FIELDS if k not in record]
@@ -281,12 +283,14 @@ class Cassette:
             self._summary_in_journal = False
         self._journal = Journal(self.path)
         if fresh:
-            if not self._lines:
+            if not self._written:
                 pending = {id(p[1]) for p in self._pending}
                 header = {"type": "header", "format": FORMAT_VERSION, "meta": self.meta}
-                self._lines = [record_line(header),
-                               *(record_line(c) for c in self.calls if id(c) not in pending)]
-            self._journal.append([{}] * len(self._lines), list(self._lines))
+                self._written.add([record_line(header),
+                                   *(record_line(c) for c in self.calls if id(c) not in pending)],
+                                  compress=False)
+            lines = self._written.lines()
+            self._journal.append([{}] * len(lines), lines)
         self._from_journal = True
         return self._journal
 
@@ -319,7 +323,7 @@ class Cassette:
             journal = self._journal if self._journal is not None else self._open_journal()
             lines = [self._sealed(record, request) for _, record, request in due]
             journal.append([p[1] for p in due], lines)
-            self._lines.extend(lines)
+            self._written.add(lines)
         return len(due)
 
     def discard_pending(self) -> None:
@@ -334,9 +338,9 @@ class Cassette:
         """Flush everything, then append the summary with the chain hash over every record."""
         self.flush()
         chain = ""
-        for line in self._lines:
-            chain = chain_update(chain, claimed_checksum(line))
-        summary = {"type": "summary", **fields, "records": len(self._lines), "chain": chain}
+        for checksum in self._written.checksums:
+            chain = chain_update(chain, checksum)
+        summary = {"type": "summary", **fields, "records": len(self._written), "chain": chain}
         summary["checksum"] = record_checksum(summary)
         line = record_line(summary)
         self._open_journal().append([summary], [line])
@@ -344,13 +348,13 @@ class Cassette:
         self.summary = summary
 
     def finalise(self) -> None:
-        """Compress the journal into the final, byte-stable cassette and remove the journal."""
+        """Write the final, byte-stable cassette (the journal's lines and the summary, compressed)
+        and remove the journal."""
         if self._journal is None and not self._from_journal:
             return
-        lines = list(self._lines)
-        if self.summary is not None and self._summary_in_journal:
-            lines.append(record_line(self.summary))
-        write_final(self.path, lines)
+        summary = [record_line(self.summary)] if self.summary is not None and self._summary_in_journal \
+            else []
+        write_final_bytes(self.path, self._written.final_bytes(summary))
         self.close()
         journal_path(self.path).unlink(missing_ok=True)
         self._from_journal = False
