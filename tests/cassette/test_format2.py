@@ -45,6 +45,17 @@ def recorded(tmp_path, scripted, n=3, summary=True):
     return path
 
 
+def flushed(tmp_path, scripted, n):
+    """A cassette being recorded, with ``n`` calls (q0, q1, ...) answered "answer" and flushed."""
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
+    for i in range(n):
+        ask(backend, request(f"q{i}"))
+        cassette.flush()
+    return path, cassette, backend
+
+
 def lines_of(path):
     return gzip.decompress(path.read_bytes()).decode().splitlines()
 
@@ -77,12 +88,7 @@ def test_the_final_file_compressed_turn_by_turn_is_gzip_of_its_lines(tmp_path, s
 
 
 def test_a_resumed_journal_finalises_to_gzip_of_all_its_lines(tmp_path, scripted):
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
-    for i in range(2):
-        ask(backend, request(f"q{i}"))
-        cassette.flush()
+    path, cassette, _ = flushed(tmp_path, scripted, 2)
     cassette.close()  # a crash: the journal stays, no final file
     resumed = Cassette(path, RecordMode.new)
     ask(RecordingBackend(resumed, scripted(lambda r: "more")), request("q2"))
@@ -94,10 +100,7 @@ def test_a_resumed_journal_finalises_to_gzip_of_all_its_lines(tmp_path, scripted
 
 
 def test_a_cassette_recorded_into_after_its_final_file_keeps_every_line(tmp_path, scripted):
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
-    ask(backend, request("q0"))
+    path, cassette, backend = flushed(tmp_path, scripted, 1)
     cassette.save()
     ask(backend, request("q1"))
     cassette.save()
@@ -122,11 +125,7 @@ def test_a_finished_cassette_recorded_into_in_mode_new_gets_a_new_summary(tmp_pa
 
 
 def test_a_final_write_that_fails_can_be_tried_again(tmp_path, scripted):
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
-    ask(backend, request("q0"))
-    cassette.flush()
+    path, cassette, _ = flushed(tmp_path, scripted, 1)
     cassette.close_with_summary({"rows_hash": "x", "rows": {}})
     (path / "in the way").mkdir(parents=True)  # os.replace cannot put a file over a full folder
     with pytest.raises(OSError):
@@ -179,12 +178,7 @@ def test_a_cassette_without_summary_is_not_verifiable(tmp_path, scripted):
 
 
 def test_a_journal_with_a_torn_last_line_is_cut_back_and_resumes(tmp_path, scripted):
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    backend = RecordingBackend(cassette, scripted(lambda r: "answer"))
-    for i in range(2):
-        ask(backend, request(f"q{i}"))
-        cassette.flush()
+    path, cassette, backend = flushed(tmp_path, scripted, 2)
     ask(backend, request("lost"))  # never flushed: a crash here loses it
     journal = journal_path(path)
     whole = journal.read_bytes()
