@@ -92,6 +92,9 @@ class Cassette:
         self.meta: dict[str, Any] = {}
         self.summary: dict[str, Any] | None = None
         self.calls: list[dict[str, Any]] = []
+        """The call records read from the file. Calls recorded since are not kept once flushed:
+        they are never looked up (a recording job asks its model), and their messages are most
+        of a recording job's memory."""
         self.format = FORMAT_VERSION
         self._written = WrittenLines()
         self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -262,7 +265,6 @@ class Cassette:
         else:
             record["result"] = to_plain(result)
             record["parsed"] = parsed
-        self.calls.append(record)
         self._pending.append((UNIT.get(), record, request))
 
     @staticmethod
@@ -283,11 +285,9 @@ class Cassette:
             self._summary_in_journal = False
         self._journal = Journal(self.path)
         if fresh:
-            if not self._written:
-                pending = {id(p[1]) for p in self._pending}
+            if not self._written:  # a new cassette, or a format-1 one read (its calls go along)
                 header = {"type": "header", "format": FORMAT_VERSION, "meta": self.meta}
-                self._written.add([record_line(header),
-                                   *(record_line(c) for c in self.calls if id(c) not in pending)],
+                self._written.add([record_line(header), *map(record_line, self.calls)],
                                   compress=False)
             lines = self._written.lines()
             self._journal.append([{}] * len(lines), lines)
@@ -327,12 +327,8 @@ class Cassette:
         return len(due)
 
     def discard_pending(self) -> None:
-        """Forget calls of units that never committed (a crash): a resumed job asks again.
-        (Calls recorded in this process are never looked up, so only ``calls`` holds them.)"""
-        dropped = {id(p[1]) for p in self._pending}
+        """Forget calls of units that never committed (a crash): a resumed job asks again."""
         self._pending = []
-        if dropped:
-            self.calls = [c for c in self.calls if id(c) not in dropped]
 
     def close_with_summary(self, fields: dict[str, Any]) -> None:
         """Flush everything, then append the summary with the chain hash over every record."""
