@@ -20,7 +20,12 @@ Definitions:
 - in-flight ratio: time integral of in-flight calls / time integral of the ideal, over the study;
 - CPU per call: CPU time of the event loops' threads over the study / calls, split into the
   simulated server's (making the scripted answers, or looking them up) and the study's own; the
-  ideal leaves latency / concurrency x loops of loop time per call;
+  ideal leaves latency / concurrency x loops of loop time per call. Also the CPU time of the
+  study's processes on every thread (the store's writer, the journal's fsync threads, the
+  cassettes' compression) / calls, and what that costs at the ideal rate: CPU per call x
+  concurrency / latency CPUs (above the machine's CPUs, the ideal cannot be reached);
+- peak memory: the largest peak resident set of a process that played the study (with one
+  process and ``--answers ahead``, pass 1 ran in it too);
 - blocked: how long one callback of the event loop ran (``asyncio.Handle._run`` timed): while it
   runs no other run, timer or answer moves. The issue's "never blocked for more than 50 ms" is the
   longest of these;
