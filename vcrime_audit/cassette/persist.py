@@ -261,8 +261,7 @@ class Journal:
     def append(self, records: list[dict[str, Any]], lines: list[str] | None = None) -> None:
         if not records:
             return
-        text = "".join(line + "\n" for line in (lines or [record_line(r) for r in records]))
-        self._handle.write(text.encode("utf-8"))
+        self._handle.write(lines_bytes(lines or [record_line(r) for r in records]))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -292,19 +291,20 @@ class FinalGzip:
     def add(self, lines: Sequence[str]) -> None:
         if not lines:
             return
-        data = _text(lines)
+        data = lines_bytes(lines)
         self._crc = zlib.crc32(data, self._crc)
         self._size += len(data)
         self._parts.append(self._deflate.compress(data))
 
     def bytes(self, more: Sequence[str] = ()) -> bytes:
         """The gzip file of the lines added so far and ``more`` (which are not added)."""
-        deflate, data = self._deflate.copy(), _text(more)
+        deflate, data = self._deflate.copy(), lines_bytes(more)
         trailer = struct.pack("<II", zlib.crc32(data, self._crc), (self._size + len(data)) & 0xFFFFFFFF)
         return b"".join([*self._parts, deflate.compress(data), deflate.flush(), trailer])
 
 
-def _text(lines: Sequence[str]) -> bytes:
+def lines_bytes(lines: Sequence[str]) -> bytes:
+    """Lines as a cassette file holds them: each ended by a newline, UTF-8."""
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
