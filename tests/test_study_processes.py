@@ -77,11 +77,27 @@ def test_two_processes_write_the_rows_one_process_writes_each_run_once(reference
 
 
 def die_after_a_turn(task):
-    """Worker 1 is killed (SIGKILL) right after its first turn reaches the store."""
+    """Worker 1 is killed (SIGKILL) right after its first turn reaches the store. Worker 2 takes
+    no run before worker 1 has taken one: runs are handed out as workers ask, and a worker 2 that
+    started first could otherwise play all six (worker 1 would then never play a turn)."""
+    took = task.study.db.parent / "worker-1-took-a-run"
+    take = task.take
     if task.index == 0:
         def die(run_id):
             os.kill(os.getpid(), signal.SIGKILL)
-        task.turn = die
+
+        def take_and_mark():
+            index = take()
+            took.touch()
+            return index
+        task.turn, task.take = die, take_and_mark
+    else:
+        def take_after_worker_1():
+            deadline = time.monotonic() + 60
+            while not took.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return take()
+        task.take = take_after_worker_1
     return play_share(task)
 
 
