@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.scripted_study import registry  # noqa: F401 (the scripted registry fixture, for every test)
 from vcrime_audit.backends.base import GenerateRequest, GenerateResult, Usage
@@ -25,6 +26,11 @@ TINY_SCENARIOS = Path(__file__).resolve().parent / "data" / "tiny_scenarios"
 TINY_TASK = "corner_shop__prank"
 SHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "screenshots"
 CHROMIUM = os.environ.get("VCRIME_CHROMIUM", "/usr/bin/chromium")
+
+# No per-example time limit: an example that compresses a megabyte or replays a cassette can take
+# longer than hypothesis's 200 ms on a loaded 2-core machine, and a test must not fail for it.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 
 @contextmanager
