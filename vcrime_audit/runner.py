@@ -240,12 +240,18 @@ def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, Mod
 async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
     """Re-run a recorded episode from its cassette alone: no model, no scenario files."""
     with collector_off_while_runs_play():  # reading the cassette makes many objects too
-        cassette = Cassette(cassette_path, RecordMode.none)
-        config, world, entries = _from_meta(cassette)
-        run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
-                          MAX_RUN_ID)
-        store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
-        return await _play(config, world, _roles(config, entries), cassette, None, store)
+        return await _replay(cassette_path, db)
+
+
+async def _replay(cassette_path: Path, db: Path | None) -> RunOutcome:
+    """:func:`replay`, whose cassette and world are freed when this returns: before the
+    collector is on again, so that its first pass does not walk them."""
+    cassette = Cassette(cassette_path, RecordMode.none)
+    config, world, entries = _from_meta(cassette)
+    run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
+                      MAX_RUN_ID)
+    store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
+    return await _play(config, world, _roles(config, entries), cassette, None, store)
 
 
 async def replay_loaded(cassette: Cassette, store: Store) -> RunOutcome:
