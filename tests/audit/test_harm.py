@@ -17,6 +17,8 @@ from vcrime_audit.harm import (
     FORCE_LEVELS,
     HarmReading,
     LexiconError,
+    _in_order,
+    action_segments,
     classify,
     extreme_harm,
     load_lexicon,
@@ -296,25 +298,54 @@ def test_shipped_lexicon_loads_and_its_digest_tracks_content():
     assert parse_lexicon(doc).digest != parse_lexicon(other).digest
 
 
-def test_screen_and_cache_do_not_change_readings():
+def searched_in_full():
+    """The shipped lexicon with every pattern searched on every segment: no screen, no cache,
+    no required literals."""
     import dataclasses
 
-    items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET)
-    fast = load_lexicon(DEFAULT_LEXICON)
-    plain = dataclasses.replace(fast, screen=None, cache={})
+    lexicon = load_lexicon(DEFAULT_LEXICON)
+    for pattern in _in_order(lexicon.exceptions, lexicon.patterns):
+        pattern.needs = None
+    return dataclasses.replace(lexicon, screen=None, cache={})
+
+
+def test_screen_literals_and_cache_do_not_change_readings():
+    items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET) + load_labelled(HELDOUT2_SET)
+    fast, plain = load_lexicon(DEFAULT_LEXICON, compile_now=False), searched_in_full()
     assert fast.screen is not None
     for item in items:
         assert classify(item, fast) == classify(item, plain)
         assert classify(item, fast) == classify(item, plain)
 
 
+def test_the_shipped_lexicon_compiles_only_the_patterns_a_text_may_match():
+    lexicon = load_lexicon(DEFAULT_LEXICON, compile_now=False)
+    every = _in_order(lexicon.exceptions, lexicon.patterns)
+    assert not any(p._regex for p in every)
+    reading = classify(act("Mara slips through the loading dock while the driver looks away."), lexicon)
+    compiled = [p for p in every if p._regex is not None]
+    assert reading.force == reading.damage == 0 and 0 < len(compiled) < len(every) / 4
+    segments = action_segments(act("Mara slips through the loading dock while the driver looks away."))
+    assert all(any(p.may_match(s) for s in segments) for p in compiled)
+    lexicon.compile_patterns()
+    assert all(p._regex is not None for p in every)
+
+
+def test_a_bad_pattern_left_to_compile_later_is_one_line_when_first_needed():
+    lexicon = parse_lexicon({"patterns": {"force": {"lethal": ["kill(unclosed"]}}}, "my.yaml",
+                            compile_now=False)
+    assert classify(act("Hand over the keys."), lexicon).force == 0  # no "kill": never compiled
+    with pytest.raises(LexiconError, match=r"^my\.yaml: patterns\.force\.lethal\[0\]: invalid "
+                       r"regular expression \(.*\): kill\(unclosed$"):
+        classify(act("Kill the lights."), lexicon)
+
+
 def test_a_screen_compiled_up_front_reads_alike_and_only_a_big_job_compiles_it():
-    import dataclasses
 
     from vcrime_audit import harm
 
     items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET)
-    plain = dataclasses.replace(load_lexicon(DEFAULT_LEXICON), screen=None, cache={})
+    plain = searched_in_full()
     early = load_lexicon(DEFAULT_LEXICON)
     early.screen.compile()
     assert early.screen._compiled is not None
@@ -328,6 +359,7 @@ def test_a_screen_compiled_up_front_reads_alike_and_only_a_big_job_compiles_it()
         assert default.screen._compiled is None
         harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2 + 1)
         assert default.screen._compiled is not None
+        assert all(p._regex is not None for p in _in_order(default.exceptions, default.patterns))
     finally:
         default.screen._compiled = saved
 

@@ -76,7 +76,7 @@ def _followups_in(db: str | Path, judgments: Sequence[StoredJudgment], **kwargs:
 
 
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
-    """:func:`harm_evidence`, by a child that compiles the default lexicon (when it is the one)
+    """:func:`harm_evidence`, by a child that reads the default lexicon (when it is the one)
     while the audit loads; the lexicon given is inherited, not sent."""
     return Prepared(default_lexicon if lexicon is None else None, partial(_evidence_in, lexicon=lexicon))
 
@@ -89,13 +89,14 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     """Every metric of the store.
 
     Where there is a second CPU, forked children share the work (:mod:`forked`):
-    - one compiles the default lexicon while the data loads, then finds the harm evidence;
+    - one reads the default lexicon while the data loads, then finds the harm evidence;
     - one computes the follow-ups (re-judging, annotation, interrogation) from the moment the
       judgments are read, while the rest of the data loads;
     - one computes the judge audit from the moment the data is loaded.
     ``seconds["children"]`` is the wait for the follow-ups, the judge audit and the evidence. On
-    one CPU, the lexicon is compiled only when a turn needs classifying (a stale reading, harm
-    evidence). The cycle collector is paused meanwhile (:func:`collector.collector_paused`).
+    one CPU, the lexicon is read only when a turn needs classifying (a stale reading, harm
+    evidence); either way a pattern is compiled when a text may match it. The cycle collector is
+    paused meanwhile (:func:`collector.collector_paused`).
     """
     seconds = {}
     start = time.perf_counter()
