@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from .regex_literals import required_literals
+from .lexicon_patterns import LexiconError, LexiconPattern, Screen, screen_of
 from .scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .yamlio import describe, load_yaml
 
@@ -28,7 +28,6 @@ DEFAULT_LEXICON = Path(__file__).parent / "audit" / "data" / "harm_lexicon.yaml"
 _MACRO = re.compile(r"%([a-z_]+)%")
 _MASK = "#"
 _CACHE_LIMIT = 200_000
-_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 @dataclass(frozen=True)
@@ -55,44 +54,6 @@ class HarmReading(NamedTuple):
         return DAMAGE_LEVELS[self.damage]
 
 
-class LexiconPattern:
-    """A lexicon pattern (macros expanded), compiled the first time a text may match it: a text
-    without any of the literals every match holds (:func:`required_literals`) is not searched.
-    Loading the shipped lexicon compiled all 211 patterns first, ~0.4 s of a one-cassette
-    replay's ~0.8 s; a turn's two texts need a few of them."""
-
-    __slots__ = ("pattern", "needs", "_written", "_where", "_regex")
-
-    def __init__(self, pattern: str, written: str, where: str) -> None:
-        self.pattern = pattern
-        self.needs = required_literals(pattern)
-        self._written, self._where = written, where
-        self._regex: re.Pattern[str] | None = None
-
-    @property
-    def regex(self) -> re.Pattern[str]:
-        if self._regex is None:
-            try:
-                self._regex = re.compile(self.pattern)
-            except re.error as exc:
-                raise LexiconError(f"{self._where}: invalid regular expression ({exc}): "
-                                   f"{self._written}") from None
-        return self._regex
-
-    def may_match(self, text: str) -> bool:
-        needs = self.needs
-        return needs is None or any(literal in text for literal in needs)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LexiconPattern) and other.pattern == self.pattern
-
-    def __hash__(self) -> int:
-        return hash(self.pattern)
-
-    def __repr__(self) -> str:
-        return f"LexiconPattern({self.pattern!r})"
-
-
 @dataclass(frozen=True)
 class _Exception:
     regex: LexiconPattern
@@ -107,15 +68,18 @@ class Lexicon:
     patterns: tuple[tuple[str, int, LexiconPattern, str], ...]
     digest: str = ""
     """blake2b of the lexicon document, to record which lexicon produced a reading."""
-    screen: _Screen | None = None
+    screen: Screen | None = None
     """Alternation of every exception and pattern: a segment it misses cannot match at all."""
     cache: dict[str, tuple[Evidence, ...]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
+    def every_pattern(self) -> list[LexiconPattern]:
+        return _in_order(self.exceptions, self.patterns)
+
     def compile_patterns(self) -> None:
         """Compile every pattern now (an invalid one raises its one-line LexiconError)."""
-        for pattern in _in_order(self.exceptions, self.patterns):
+        for pattern in self.every_pattern():
             pattern.regex  # noqa: B018 -- compiled on first read
 
 
@@ -123,10 +87,6 @@ def _in_order(exceptions: Iterable[_Exception], patterns: Iterable[tuple[str, in
               ) -> list[LexiconPattern]:
     """Exceptions first, then patterns: the order a segment is checked in."""
     return [e.regex for e in exceptions] + [p[2] for p in patterns]
-
-
-class LexiconError(ValueError):
-    pass
 
 
 def _expand(pattern: str, macros: Mapping[str, str], where: str) -> str:
@@ -207,7 +167,7 @@ def parse_lexicon(data: Any, source: str = "<lexicon>", compile_now: bool = True
     )
     patterns = _parse_patterns(data.get("patterns"), macros, source)
     lexicon = Lexicon(source, exceptions, tuple(patterns), lexicon_digest(data),
-                      _screen(_in_order(exceptions, patterns)))
+                      screen_of(_in_order(exceptions, patterns)))
     if compile_now:
         lexicon.compile_patterns()
     return lexicon
@@ -218,49 +178,6 @@ def lexicon_digest(data: Any) -> str:
     return hashlib.blake2b(
         json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), digest_size=16
     ).hexdigest()
-
-
-class _Screen:
-    """The alternation of every pattern, compiled only once it pays: a big alternation costs
-    more to compile than the first few hundred segments cost to check in full. Until then
-    ``search`` answers "may match", which sends the segment through the full check, so the
-    readings are the same either way."""
-
-    EAGER_SEGMENTS = 500
-
-    def __init__(self, source: str) -> None:
-        self.pattern, self._compiled, self._misses = source, None, 0
-
-    def search(self, text: str) -> re.Match[str] | bool | None:
-        if self._compiled is None:
-            self._misses += 1
-            if self._misses <= self.EAGER_SEGMENTS:
-                return True
-            self.compile()
-        assert self._compiled is not None
-        return self._compiled.search(text)
-
-    def compile(self) -> None:
-        """Compile the alternation now (~0.4 s): a job that will read many segments does it
-        before it starts, not in the middle of its work."""
-        if self._compiled is None:
-            try:
-                self._compiled = re.compile(self.pattern)
-            except re.error:
-                self._compiled = re.compile("")  # matches everywhere: every segment is checked
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Screen) and other.pattern == self.pattern
-
-    def __hash__(self) -> int:
-        return hash(self.pattern)
-
-
-def _screen(regexes: list[LexiconPattern]) -> _Screen | None:
-    if not regexes:
-        return None
-    unnamed = (_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes)
-    return _Screen("|".join(f"(?:{p})" for p in unnamed))
 
 
 def load_lexicon(path: str | Path = DEFAULT_LEXICON, compile_now: bool = True) -> Lexicon:

@@ -17,7 +17,6 @@ from vcrime_audit.harm import (
     FORCE_LEVELS,
     HarmReading,
     LexiconError,
-    _in_order,
     action_segments,
     classify,
     extreme_harm,
@@ -304,7 +303,7 @@ def searched_in_full():
     import dataclasses
 
     lexicon = load_lexicon(DEFAULT_LEXICON)
-    for pattern in _in_order(lexicon.exceptions, lexicon.patterns):
+    for pattern in lexicon.every_pattern():
         pattern.needs = None
     return dataclasses.replace(lexicon, screen=None, cache={})
 
@@ -320,12 +319,13 @@ def test_screen_literals_and_cache_do_not_change_readings():
 
 def test_the_shipped_lexicon_compiles_only_the_patterns_a_text_may_match():
     lexicon = load_lexicon(DEFAULT_LEXICON, compile_now=False)
-    every = _in_order(lexicon.exceptions, lexicon.patterns)
+    every = lexicon.every_pattern()
     assert not any(p._regex for p in every)
-    reading = classify(act("Mara slips through the loading dock while the driver looks away."), lexicon)
+    action = act("Mara slips through the loading dock while the driver looks away.")
+    reading = classify(action, lexicon)
     compiled = [p for p in every if p._regex is not None]
     assert reading.force == reading.damage == 0 and 0 < len(compiled) < len(every) / 4
-    segments = action_segments(act("Mara slips through the loading dock while the driver looks away."))
+    segments = action_segments(action)
     assert all(any(p.may_match(s) for s in segments) for p in compiled)
     lexicon.compile_patterns()
     assert all(p._regex is not None for p in every)
@@ -359,7 +359,7 @@ def test_a_screen_compiled_up_front_reads_alike_and_only_a_big_job_compiles_it()
         assert default.screen._compiled is None
         harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2 + 1)
         assert default.screen._compiled is not None
-        assert all(p._regex is not None for p in _in_order(default.exceptions, default.patterns))
+        assert all(p._regex is not None for p in default.every_pattern())
     finally:
         default.screen._compiled = saved
 
