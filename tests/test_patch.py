@@ -18,6 +18,7 @@ from vcrime_audit.patch import (
     apply_ops,
     turn_start_locations,
 )
+from vcrime_audit.world import OBJECT_TABLES
 
 
 def test_move_one_edge_applies_and_carries_held_items(demo_world):
@@ -134,6 +135,9 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
         assert canonical_json(world) == before, "apply_ops changed its input world"
         assert (result.world is world) == (not result.applied and canonical_json(result.world) == before)
         assert result.world.to_json() == canonical_json(result.world), "a kept text went stale"
+        shared = [t for t in OBJECT_TABLES if getattr(result.world, t) is getattr(world, t)]
+        assert all(canonical_json(getattr(result.world, t)) == canonical_json(getattr(world, t))
+                   for t in shared), "a table shared with the input world was changed"
         # an arrest stands and death is final, whatever the phase
         assert {m: result.world.members[m].status for m in final} == final
         assert len(result.applied) + len(result.dropped) == len(ops)
@@ -154,6 +158,18 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
         if ent.holder is not None:
             holder = world.mobile(ent.holder)
             assert holder is not None and holder.current_location == ent.current_location
+
+
+def test_a_patch_copies_only_the_tables_it_changes(demo_world):
+    member = next(iter(demo_world.members.values()))
+    exit_ = demo_world.neighbours(member.current_location)[0]
+    result = apply_ops(demo_world, [Move(target=member.id, to=exit_)], "direct_effects")
+    assert result.applied
+    changed = {t for t in OBJECT_TABLES if getattr(result.world, t) is not getattr(demo_world, t)}
+    carried = any(e.holder == member.id for e in demo_world.entities.values())
+    assert changed == {"members", "entities"} if carried else changed == {"members"}
+    assert demo_world.members[member.id].current_location == member.current_location
+    assert result.world.to_json() == canonical_json(result.world)
 
 
 def test_copy_for_writing_is_a_deep_copy_of_every_object_of_every_task():

@@ -154,14 +154,16 @@ def _check(condition: bool, reason: str) -> None:
 
 
 class Draft:
-    """A copy-on-write world: its tables are new dicts, its objects shared with the original
-    until :meth:`own` copies one for writing. Nothing reachable from the original is changed."""
+    """A copy-on-write world: its tables and objects are shared with the original until
+    :meth:`own` copies an object for writing, and the table holding it the first time. Nothing
+    reachable from the original is changed, and a table nothing was changed in stays the very
+    same dict (what is kept per table, ``world._TABLE_JSON``, is reused)."""
 
     def __init__(self, world: WorldState) -> None:
         self.world = world.model_copy(update={
-            **{t: dict(getattr(world, t)) for t in OBJECT_TABLES},
             "globals": world.globals.model_copy(), "attacker": world.attacker.model_copy()})
         self._owned: set[tuple[str, str]] = set()
+        self._copied: set[str] = set()
 
     @property
     def owned(self) -> bool:
@@ -170,11 +172,19 @@ class Draft:
 
     def own(self, table: str, object_id: str) -> Any:
         """The object, copied (deeply) the first time it is asked for, for changing in place."""
-        objects = getattr(self.world, table)
         if (table, object_id) not in self._owned:
+            objects = self._table_for_writing(table)
             objects[object_id] = _copy_for_writing(objects[object_id])
             self._owned.add((table, object_id))
-        return objects[object_id]
+        return getattr(self.world, table)[object_id]
+
+    def _table_for_writing(self, table: str) -> dict[str, Any]:
+        if table not in self._copied:
+            if table not in OBJECT_TABLES:
+                raise ValueError(f"{table!r} is not a table of world objects")
+            self.world.__dict__[table] = dict(getattr(self.world, table))
+            self._copied.add(table)
+        return getattr(self.world, table)
 
 
 _LEAVES = (str, int, float, bool, type(None))

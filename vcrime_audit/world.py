@@ -264,6 +264,9 @@ class WorldState(Strict):
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo(1024)
 _OBJECT_JSON: IdentityMemo[str] = IdentityMemo(1 << 14)
+_TABLE_JSON: IdentityMemo[str | None] = IdentityMemo(4096)
+"""Per table of objects: ``patch.Draft`` copies only the tables it changes, so a world shares
+the others with the world before it (and a turn's first world all of them)."""
 
 
 def _world_json(world: WorldState) -> str:
@@ -281,13 +284,20 @@ def _world_json(world: WorldState) -> str:
         if kind is None:
             fields.append(f"{_key_json(name)}:{canonical_json(value)}")
             continue
-        if type(value) is not dict or not all(type(k) is str and type(v) is kind
-                                              for k, v in value.items()):
+        table = _TABLE_JSON.get(value, partial(_table_json, value, kind))
+        if table is None:
             return canonical_json(world)
-        fields.append(f"{_key_json(name)}:{{" + ",".join(
-            f"{_key_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
-            for key, obj in sorted(value.items())) + "}")
+        fields.append(f"{_key_json(name)}:{table}")
     return "{" + ",".join(fields) + "}"
+
+
+def _table_json(table: Any, kind: type[BaseModel]) -> str | None:
+    """A table's canonical JSON from its objects' (None unless it is a dict of ``kind`` under
+    text keys)."""
+    if type(table) is not dict or not all(type(k) is str and type(v) is kind for k, v in table.items()):
+        return None
+    return "{" + ",".join(f"{_key_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
+                          for key, obj in sorted(table.items())) + "}"
 
 
 @lru_cache(maxsize=4096)

@@ -2,6 +2,8 @@
 its crew; the judge and World Manager the whole world, static descriptions included."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vcrime_audit.agents import attacker, judge, world_manager
 from vcrime_audit.agents.attacker import Action
@@ -92,3 +94,31 @@ def test_judge_and_world_manager_see_the_whole_world(world):
     managed = "\n".join(m.content for m in world_manager.phase_messages(
         world, "npcs", action, {"type": "full_success", "description": "ok"}, []))
     assert text in judged and text in managed
+
+
+def _view_made_afresh(world: WorldState) -> str:
+    """``full_view(world)`` with nothing kept from earlier worlds."""
+    from vcrime_audit.agents import render
+    from vcrime_audit.memo import IdentityMemo
+
+    kept = render._VIEWS, render._BODIES, render._SECTIONS
+    render._VIEWS, render._BODIES, render._SECTIONS = IdentityMemo(8), IdentityMemo(8), {}
+    try:
+        return full_view(world)
+    finally:
+        render._VIEWS, render._BODIES, render._SECTIONS = kept
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_full_view_kept_per_world_table_and_object_never_goes_stale(demo_world, data):
+    """Worlds made by patches share unchanged tables and objects with the worlds before them,
+    whose texts are kept: each world's view equals one made with nothing kept."""
+    from tests.test_patch import op_sequences
+    from vcrime_audit.patch import apply_ops, turn_start_locations
+
+    world, start = demo_world, turn_start_locations(demo_world)
+    assert full_view(world) == _view_made_afresh(world)
+    for phase, ops in data.draw(op_sequences(demo_world)):
+        world = apply_ops(world, ops, phase, start).world
+        assert full_view(world) == _view_made_afresh(world)

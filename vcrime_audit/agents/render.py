@@ -129,22 +129,43 @@ def _full_view(world: WorldState) -> str:
         tags = f" [{', '.join(loc.tags)}]" if loc.tags else ""
         lines.append(f"- {loc.id} ({loc.name}){tags}: exits {', '.join(world.neighbours(loc.id))}"
                      + _body(loc, _location_body))
-    lines += ["", "Crew members:"]
-    lines += [_body(m, _member_body) for m in world.members.values()]
+    lines += ["", "Crew members:", *_section(world.members, _members)]
     lines += ["", "People (NPCs):"]
     lines += [_body(n, _npc_body) + _schedule(n, world) for n in world.npcs.values()]
-    lines += ["", "Things:"]
-    lines += [_body(e, _entity_body) for e in world.entities.values()]
+    lines += ["", "Things:", *_section(world.entities, _entities)]
     if world.events:
-        lines += ["", "Scenario events:"]
-        for ev in world.events.values():
-            notes = f"\n    notes: {_recent(ev.notes)}" if ev.notes else ""
-            lines.append(f"- {ev.id} [{ev.status}] {ev.name} (trigger: {ev.trigger})"
-                         f"\n    is: {ev.description}{notes}")
-    lines += ["", "Progress checkpoints:"]
-    lines += [f"- {f.id} [{'met' if f.met else 'not met'}] {f.description}"
-              for f in world.checkpoints.values()]
-    lines += ["", "Critical failures:"]
-    lines += [f"- {f.id} [{'TRIGGERED' if f.met else 'no'}] {f.description}"
-              for f in world.failures.values()]
+        lines += ["", "Scenario events:", *_section(world.events, _events)]
+    lines += ["", "Progress checkpoints:", *_section(world.checkpoints, _checkpoints)]
+    lines += ["", "Critical failures:", *_section(world.failures, _failures)]
     return "\n".join(lines)
+
+
+_SECTIONS: dict[Callable[[dict[str, Any]], list[str]], IdentityMemo[list[str]]] = {}
+
+
+def _section(table: dict[str, Any], make: Callable[[dict[str, Any]], list[str]]) -> list[str]:
+    """``make(table)`` (the lines a table's objects take in the full view) as one line, made
+    once per table: ``patch.Draft`` copies only the tables it changes (:mod:`vcrime_audit.memo`)."""
+    memo = _SECTIONS.get(make) or _SECTIONS.setdefault(make, IdentityMemo(1024))
+    return memo.get(table, lambda: ["\n".join(make(table))] if table else [])
+
+
+def _members(members: dict[str, Any]) -> list[str]:
+    return [_body(m, _member_body) for m in members.values()]
+
+
+def _entities(entities: dict[str, Any]) -> list[str]:
+    return [_body(e, _entity_body) for e in entities.values()]
+
+
+def _events(events: dict[str, Any]) -> list[str]:
+    return [f"- {ev.id} [{ev.status}] {ev.name} (trigger: {ev.trigger})\n    is: {ev.description}"
+            + (f"\n    notes: {_recent(ev.notes)}" if ev.notes else "") for ev in events.values()]
+
+
+def _checkpoints(flags: dict[str, Any]) -> list[str]:
+    return [f"- {f.id} [{'met' if f.met else 'not met'}] {f.description}" for f in flags.values()]
+
+
+def _failures(flags: dict[str, Any]) -> list[str]:
+    return [f"- {f.id} [{'TRIGGERED' if f.met else 'no'}] {f.description}" for f in flags.values()]
