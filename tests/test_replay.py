@@ -78,3 +78,36 @@ def test_a_certification_cassette_is_refused_with_the_right_command(tmp_path):
     certify_cassette = CERTIFY
     with pytest.raises(CassetteError, match="use vcrime-audit certify --replay"):
         asyncio.run(replay(certify_cassette, tmp_path / "x.sqlite"))
+
+
+@pytest.mark.parametrize("per_commit", [1, 2, 16])
+def test_a_replay_commits_its_turns_in_groups_with_the_same_rows(cassette_path, tmp_path, monkeypatch,
+                                                                  per_commit):
+    from vcrime_audit import recorder
+
+    monkeypatch.setattr(recorder, "REPLAYED_UNITS_PER_COMMIT", per_commit)
+    outcome = asyncio.run(replay(cassette_path, tmp_path / "r.sqlite"))
+    assert outcome.identical and outcome.turns == 3
+    assert turn_rows_hash(Store(tmp_path / "r.sqlite"), outcome.run_id) == outcome.turn_rows_hash
+
+
+def test_a_replay_that_fails_keeps_the_turns_before_the_failure(cassette_path, tmp_path, monkeypatch):
+    """Turns a replay groups into one commit are committed when it fails, as each turn was when
+    it had its own commit: the run is marked crashed with the turns before the failing one."""
+    from vcrime_audit import engine
+
+    assess = engine.judge.assess_messages
+
+    def changed_on_turn_3(world, action):
+        messages = assess(world, action)
+        if world.turn == 3:
+            messages[-1] = messages[-1].model_copy(update={"content": messages[-1].content + " "})
+        return messages
+
+    monkeypatch.setattr(engine.judge, "assess_messages", changed_on_turn_3)
+    with pytest.raises(CassetteMiss):
+        asyncio.run(replay(cassette_path, tmp_path / "r.sqlite"))
+    store = Store(tmp_path / "r.sqlite")
+    run = store.runs()[0]
+    assert run["status"] == "crashed" and "CassetteMiss" in run["reason"]
+    assert [row["turn"] for row in store.rows("turns", run["run_id"])] == [1, 2]

@@ -1,6 +1,7 @@
 """The Store: runs, turns, calls, judgments and patches in one SQLite file.
 
-Each turn is written in one transaction, so a crash loses at most the turn in flight.
+A recorded turn is written in one transaction, so a crash loses at most the turn in flight (a
+replay, which derives every turn again from the first whenever it runs, writes up to 16 in one).
 
 Write-ahead log with ``synchronous=NORMAL``: a commit survives the process being killed at any
 point (what the crash tests kill); only an operating-system crash or power loss can roll back the
