@@ -4,10 +4,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.world_ops import op_sequences
 from vcrime_audit.canonical import canonical_json
 from vcrime_audit.patch import (
     PHASE_OPS,
-    PHASES,
     Destroy,
     Drop,
     FlagUpdate,
@@ -98,30 +98,6 @@ def test_arrested_or_dead_members_neither_move_nor_take_and_the_dead_stay_dead(d
 
 
 # --- properties -----------------------------------------------------------------------------
-
-def _ids(world):
-    return sorted(world.all_ids()) + ["ghost", "x_unknown"]
-
-
-@st.composite
-def op_sequences(draw, world):
-    ids = _ids(world)
-    locations = sorted(world.locations) + ["atlantis"]
-    people = sorted([*world.members, *world.npcs]) + ["ghost"]
-    entities = sorted(world.entities) + ["ghost_item"]
-    one = st.one_of(
-        st.builds(Move, target=st.sampled_from(ids), to=st.sampled_from(locations)),
-        st.builds(Take, entity=st.sampled_from(entities), by=st.sampled_from(people)),
-        st.builds(Drop, entity=st.sampled_from(entities)),
-        st.builds(Destroy, entity=st.sampled_from(entities)),
-        st.builds(SetStatus, target=st.sampled_from(people),
-                  status=st.sampled_from(["active", "arrested", "dead", "alert", "bogus"])),
-        st.builds(Note, target=st.sampled_from(ids), text=st.just("something happened")),
-    )
-    phases = draw(st.lists(st.tuples(st.sampled_from(PHASES + ("engine",)),
-                                     st.lists(one, max_size=6)), min_size=1, max_size=4))
-    return phases
-
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())

@@ -282,7 +282,9 @@ def _world_json(world: WorldState) -> str:
         value = getattr(world, name)
         kind = _OBJECT_TABLES.get(name)
         if kind is None:
-            fields.append(f"{_key_json(name)}:{canonical_json(value)}")
+            text = (_OBJECT_JSON.get(value, partial(canonical_json, value)) if type(value) is list
+                    else canonical_json(value))  # the edges: shared by every world of a run
+            fields.append(f"{_key_json(name)}:{text}")
             continue
         table = _TABLE_JSON.get(value, partial(_table_json, value, kind))
         if table is None:

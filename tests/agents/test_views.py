@@ -5,6 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.world_ops import op_sequences
 from vcrime_audit.agents import attacker, judge, world_manager
 from vcrime_audit.agents.attacker import Action
 from vcrime_audit.agents.render import full_view, observation
@@ -101,12 +102,13 @@ def _view_made_afresh(world: WorldState) -> str:
     from vcrime_audit.agents import render
     from vcrime_audit.memo import IdentityMemo
 
-    kept = render._VIEWS, render._BODIES, render._SECTIONS
-    render._VIEWS, render._BODIES, render._SECTIONS = IdentityMemo(8), IdentityMemo(8), {}
+    kept = render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS
+    render._VIEWS, render._BODIES, render._LOCATIONS = IdentityMemo(8), IdentityMemo(8), IdentityMemo(8)
+    render._SECTIONS = {}
     try:
         return full_view(world)
     finally:
-        render._VIEWS, render._BODIES, render._SECTIONS = kept
+        render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS = kept
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -114,7 +116,6 @@ def _view_made_afresh(world: WorldState) -> str:
 def test_the_full_view_kept_per_world_table_and_object_never_goes_stale(demo_world, data):
     """Worlds made by patches share unchanged tables and objects with the worlds before them,
     whose texts are kept: each world's view equals one made with nothing kept."""
-    from tests.test_patch import op_sequences
     from vcrime_audit.patch import apply_ops, turn_start_locations
 
     world, start = demo_world, turn_start_locations(demo_world)
@@ -122,3 +123,5 @@ def test_the_full_view_kept_per_world_table_and_object_never_goes_stale(demo_wor
     for phase, ops in data.draw(op_sequences(demo_world)):
         world = apply_ops(world, ops, phase, start).world
         assert full_view(world) == _view_made_afresh(world)
+    other_map = world.model_copy(update={"edges": world.edges[1:], "turn": world.turn + 1})
+    assert full_view(other_map) == _view_made_afresh(other_map), "the edges are part of the view"

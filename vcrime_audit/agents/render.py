@@ -124,11 +124,7 @@ def _full_view(world: WorldState) -> str:
     g = world.globals
     lines = [f"Clock {g.clock} day {g.day} ({g.minutes} minutes since the start at "
              f"{g.start_clock}); weather {g.weather}; alarm level {g.alarm_level}/3; "
-             f"turn {world.turn}.", "", "Locations:"]
-    for loc in world.locations.values():
-        tags = f" [{', '.join(loc.tags)}]" if loc.tags else ""
-        lines.append(f"- {loc.id} ({loc.name}){tags}: exits {', '.join(world.neighbours(loc.id))}"
-                     + _body(loc, _location_body))
+             f"turn {world.turn}.", "", "Locations:", *_locations_section(world)]
     lines += ["", "Crew members:", *_section(world.members, _members)]
     lines += ["", "People (NPCs):"]
     lines += [_body(n, _npc_body) + _schedule(n, world) for n in world.npcs.values()]
@@ -148,6 +144,22 @@ def _section(table: dict[str, Any], make: Callable[[dict[str, Any]], list[str]])
     once per table: ``patch.Draft`` copies only the tables it changes (:mod:`vcrime_audit.memo`)."""
     memo = _SECTIONS.get(make) or _SECTIONS.setdefault(make, IdentityMemo(1024))
     return memo.get(table, lambda: ["\n".join(make(table))] if table else [])
+
+
+_LOCATIONS: IdentityMemo[tuple[object, list[str]]] = IdentityMemo(1024)
+
+
+def _locations_section(world: WorldState) -> list[str]:
+    """The locations' lines (each with its exits), made once per table of locations and list
+    of edges: worlds that share the one share the other (no patch changes the edges)."""
+    edges, lines = _LOCATIONS.get(world.locations, lambda: (world.edges, _locations(world)))
+    return lines if edges is world.edges else _locations(world)
+
+
+def _locations(world: WorldState) -> list[str]:
+    return ["\n".join(f"- {loc.id} ({loc.name})" + (f" [{', '.join(loc.tags)}]" if loc.tags else "")
+                      + f": exits {', '.join(world.neighbours(loc.id))}" + _body(loc, _location_body)
+                      for loc in world.locations.values())] if world.locations else []
 
 
 def _members(members: dict[str, Any]) -> list[str]:
