@@ -22,7 +22,14 @@ def environment() -> jinja2.Environment:
 def render(template: str, **context: Any) -> str:
     if not context:
         return render_constant(template)
-    return environment().get_template(f"{template}.j2").render(**context).strip()
+    return _template(environment(), template).render(**context).strip()
+
+
+@lru_cache(maxsize=256)
+def _template(env: jinja2.Environment, template: str) -> jinja2.Template:
+    """``env.get_template``, looked up once per template folder (it checks its cache's key and
+    the template's globals on every call)."""
+    return env.get_template(f"{template}.j2")
 
 
 def render_constant(template: str, **constants: Any) -> str:
@@ -33,7 +40,7 @@ def render_constant(template: str, **constants: Any) -> str:
 
 @lru_cache(maxsize=64)
 def _render_constant(env: jinja2.Environment, template: str, constants: tuple[tuple[str, Any], ...]) -> str:
-    return env.get_template(f"{template}.j2").render(**dict(constants)).strip()
+    return _template(env, template).render(**dict(constants)).strip()
 
 
 def template_names() -> list[str]:
