@@ -128,7 +128,8 @@ class TurnCommits:
         self._replayed: list[Callable[[Store], None]] = []
 
     async def add(self, write: Callable[[Store], None], then: Callable[[], None] | None = None) -> None:
-        """Commit the unit that has just ended (``then`` runs once it is committed)."""
+        """Commit the unit that has just ended (``then`` runs once it is committed; in a
+        replay, at once)."""
         recorder = self.recorder
         if not recorder.cassette.recording:
             self._replayed.append(write)
