@@ -13,6 +13,7 @@ from vcrime_audit.patch import (
     FlagUpdate,
     Move,
     Note,
+    SetAlarm,
     SetStatus,
     Take,
     apply_ops,
@@ -136,15 +137,17 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
             assert holder is not None and holder.current_location == ent.current_location
 
 
-def test_a_patch_copies_only_the_tables_it_changes(demo_world):
-    member = next(iter(demo_world.members.values()))
-    exit_ = demo_world.neighbours(member.current_location)[0]
-    result = apply_ops(demo_world, [Move(target=member.id, to=exit_)], "direct_effects")
-    assert result.applied
-    changed = {t for t in OBJECT_TABLES if getattr(result.world, t) is not getattr(demo_world, t)}
-    carried = any(e.holder == member.id for e in demo_world.entities.values())
-    assert changed == {"members", "entities"} if carried else changed == {"members"}
-    assert demo_world.members[member.id].current_location == member.current_location
+@pytest.mark.parametrize(("ops", "copied"), [
+    ([Move(target="alex", to="car_park")], {"members"}),
+    ([Move(target="jo", to="car_park")], {"members", "entities"}),  # jo carries the usb drive
+    ([SetAlarm(level=2)], set()),
+])
+def test_a_patch_copies_only_the_tables_it_changes(demo_world, ops, copied):
+    phase = "events" if isinstance(ops[0], SetAlarm) else "direct_effects"
+    result = apply_ops(demo_world, ops, phase)
+    assert result.applied == ops
+    assert {t for t in OBJECT_TABLES if getattr(result.world, t) is not getattr(demo_world, t)} == copied
+    assert demo_world.members["jo"].current_location == "street", "input world is not mutated"
     assert result.world.to_json() == canonical_json(result.world)
 
 

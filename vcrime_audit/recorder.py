@@ -120,7 +120,8 @@ class TurnCommits:
     A replay commits in place, :data:`REPLAYED_UNITS_PER_COMMIT` units to a transaction (and
     the rest at :meth:`wait` or :meth:`settle`): it derives every unit again from the first
     whenever it runs, so a unit committed alone would spare a crashed replay nothing, and a
-    commit per unit cost ~5 % of its CPU. ``then`` runs as each unit is added."""
+    commit per unit cost 5-11 % of its CPU (20 replays: min and median). ``then`` runs as each
+    unit is added."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -149,9 +150,14 @@ class TurnCommits:
 
     def _commit_replayed(self) -> None:
         writes, self._replayed = self._replayed, []
+        store = self.recorder.store
+
+        def write_all() -> None:
+            for write in writes:
+                write(store)
+
         if writes:
-            store = self.recorder.store
-            self.recorder.commit(lambda: [write(store) for write in writes])
+            self.recorder.commit(write_all)
 
     async def wait(self) -> None:
         """Until the last unit's commit is done; raises what it raised."""
@@ -175,8 +181,9 @@ class TurnCommits:
 
 
 REPLAYED_UNITS_PER_COMMIT = 16
-"""Units a replay commits together: the write lock is held for ~16 units' rows (~20 ms), not a
-whole run's, when processes replay into one store (``study --replay --processes``)."""
+"""Units a replay commits together: the write lock is held for 16 turns' rows (~15 ms: making and
+inserting a turn's rows took ~1 ms, by py-spy over 20 replays), not a whole run's, when
+processes replay into one store (``study --replay --processes``)."""
 
 
 class Recorder:

@@ -104,7 +104,7 @@ def _view_made_afresh(world: WorldState) -> str:
 
     kept = render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS
     render._VIEWS, render._BODIES, render._LOCATIONS = IdentityMemo(8), IdentityMemo(8), IdentityMemo(8)
-    render._SECTIONS = {}
+    render._SECTIONS = {make: IdentityMemo(8) for make in kept[2]}
     try:
         return full_view(world)
     finally:

@@ -136,14 +136,10 @@ def _full_view(world: WorldState) -> str:
     return "\n".join(lines)
 
 
-_SECTIONS: dict[Callable[[dict[str, Any]], list[str]], IdentityMemo[list[str]]] = {}
-
-
 def _section(table: dict[str, Any], make: Callable[[dict[str, Any]], list[str]]) -> list[str]:
     """``make(table)`` (the lines a table's objects take in the full view) as one line, made
     once per table: ``patch.Draft`` copies only the tables it changes (:mod:`vcrime_audit.memo`)."""
-    memo = _SECTIONS.get(make) or _SECTIONS.setdefault(make, IdentityMemo(1024))
-    return memo.get(table, lambda: ["\n".join(make(table))] if table else [])
+    return _SECTIONS[make].get(table, lambda: ["\n".join(make(table))] if table else [])
 
 
 _LOCATIONS: IdentityMemo[tuple[object, list[str]]] = IdentityMemo(1024)
@@ -181,3 +177,7 @@ def _checkpoints(flags: dict[str, Any]) -> list[str]:
 
 def _failures(flags: dict[str, Any]) -> list[str]:
     return [f"- {f.id} [{'TRIGGERED' if f.met else 'no'}] {f.description}" for f in flags.values()]
+
+
+_SECTIONS: dict[Callable[[dict[str, Any]], list[str]], IdentityMemo[list[str]]] = {
+    make: IdentityMemo(1024) for make in (_members, _entities, _events, _checkpoints, _failures)}
