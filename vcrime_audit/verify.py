@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .canonical import canonical_json
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
@@ -30,6 +30,7 @@ VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
     "verified", "differs", "cassette missing", "unverified", "interrupted", "repaired",
     "file verified")
 VOLATILE = {"started_at", "finished_at", "cassette", "writer"}
+T = TypeVar("T")
 
 
 @dataclass
@@ -112,12 +113,18 @@ def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict
     return verifier.verdicts
 
 
-def _discard(scratch: Store) -> None:
-    """Close a job's scratch store and delete its files: a store's runs are verified one after
-    another, and only one scratch store per worker need exist at a time."""
-    scratch.close()
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{scratch.path}{suffix}").unlink(missing_ok=True)
+def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tuple[Any, T]:
+    """A run's cassette replayed into a store in memory (:meth:`Store.in_memory`): the outcome,
+    with its check against the recording, and ``read(store, run_id)`` of the rows it derived.
+    Nothing of it is kept, so no file is written, synced and deleted for it."""
+    from .runner import replay_loaded
+
+    scratch = Store.in_memory()
+    try:
+        outcome = asyncio.run(replay_loaded(cassette, scratch))
+        return outcome, read(scratch, outcome.run_id)
+    finally:
+        scratch.close()
 
 
 CHUNKS_PER_WORKER = 16
@@ -228,8 +235,6 @@ class Verifier:
         return None
 
     def _run(self, store: Store, row: dict[str, Any]) -> None:
-        from .runner import replay_loaded
-
         run_id = row["run_id"]
         early = self._unfinished("run", run_id, row)
         if early is not None:
@@ -240,14 +245,10 @@ class Verifier:
                                      "pass the folder holding it"))
         if row["status"] == RUNNING:
             return self._repair_run(store, run_id, path)
-        scratch = Store(self._scratch(run_id))
         try:
-            outcome = asyncio.run(replay_loaded(Cassette(path, RecordMode.none), scratch))
-            derived = _run_tables(scratch, outcome.run_id)
+            outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none), _run_tables)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
-        finally:
-            _discard(scratch)
         self._add(self._compare("run", run_id, _run_tables(store, run_id), derived, outcome.check))
         self._finalise_if_pending(path)
 
@@ -354,12 +355,13 @@ class Verifier:
     # -- cassettes alone -------------------------------------------------------------------
 
     def cassettes(self, paths: Iterable[Path]) -> None:
-        for path in _cassette_files(paths):
-            self._cassette(path)
+        """Verify each cassette alone (the cycle collector off, as in :meth:`runs`)."""
+        with collector_off_while_runs_play():
+            for path in _cassette_files(paths):
+                self._cassette(path)
 
     def _cassette(self, path: Path) -> None:
         from .certify.run import replay_certification
-        from .runner import replay as replay_run
 
         try:
             cassette = Cassette(path, RecordMode.none)
@@ -370,9 +372,10 @@ class Verifier:
                 return self._add(Verdict("cassette", str(path), FILE_VERIFIED, "checksums and chain "
                                          "hold; its rows replay only on the store it was recorded "
                                          "on: vcrime-audit verify --db STORE"))
-            scratch = self._scratch(path.name.split(".")[0])
-            replayer = replay_certification if kind == "certification" else replay_run
-            outcome = asyncio.run(replayer(path, scratch))
+            if kind == "certification":
+                outcome = asyncio.run(replay_certification(path, self._scratch(path.name.split(".")[0])))
+            else:
+                outcome, _ = _replay_in_memory(cassette, lambda scratch, run_id: None)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("cassette", str(path), DIFFERS, _first_line(exc)))
         check = outcome.check

@@ -1,4 +1,5 @@
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,29 @@ def test_a_read_off_the_loop_follows_the_writes_sent_before_it(tmp_path, demo_wo
         store.close()
     assert in_place == [] and turns == [1, 2, 3]
     assert reader.startswith("store-writer") and reader != loop_thread
+
+
+def test_a_store_in_memory_holds_what_one_on_disk_holds_and_leaves_no_file(tmp_path, demo_world,
+                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    disk, memory = Store(tmp_path / "s.sqlite"), Store.in_memory()
+    for store in (disk, memory):
+        store.start_run(RUN)
+        for turn in (1, 2):
+            store.commit_turn("r1", record(demo_world, turn), "j")
+    for table in ("runs", "turns", "calls", "judgments", "patches", "harm"):
+        assert memory.rows(table, "r1") == disk.rows(table, "r1"), table
+    assert turn_rows_hash(memory, "r1") == turn_rows_hash(disk, "r1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "s.sqlite-shm", "s.sqlite-wal"]
+    with pytest.raises(StoreError, match="no writer thread"):
+        import asyncio
+
+        asyncio.run(memory.commit_off_loop(lambda s: None))
+    memory.close()
+    assert Store.in_memory().runs() == []  # each is its own, empty
+
+
+@pytest.mark.parametrize("path", [":memory:", Path(":memory:"), Path("./:memory:")])
+def test_sqlites_memory_name_is_refused_as_a_store_path(path):
+    with pytest.raises(StoreError, match=r"^:memory:: .*lose every row.*; fix: give the store a file"):
+        Store(path)

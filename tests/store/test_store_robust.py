@@ -147,3 +147,16 @@ def test_show_and_runs_escape_terminal_sequences(tmp_path):
     assert "\\e[2J" in out
     code, out = _cli("show", "r1", "--db", str(path))
     assert code == 0 and "\x1b" not in out and "\\e]0;owned\\x07done\\r" in out
+
+
+@pytest.mark.parametrize("command", ["replay", "runs", "audit", "merge"])
+def test_sqlites_memory_name_as_a_store_is_refused_in_one_line(tmp_path, command):
+    """SQLite takes ``:memory:`` for a database in memory: a replay into it printed "identical"
+    and kept nothing."""
+    cassette = next((Path(__file__).parents[2] / "cassettes").glob("*.jsonl.gz"))
+    args = {"replay": ["replay", str(cassette), "--db", ":memory:"],
+            "runs": ["runs", "--db", ":memory:"],
+            "audit": ["audit", "--db", ":memory:", "--out", str(tmp_path / "report")],
+            "merge": ["merge", ":memory:", str(_store(tmp_path))]}[command]
+    code, out = _cli(*args)
+    assert code == 2 and ":memory:" in out and "fix:" in out and len(out.strip().splitlines()) == 1, out

@@ -41,6 +41,9 @@ FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "i
 
 
 BUSY_TIMEOUT_S = 30.0
+IN_MEMORY = ":memory:"
+"""What SQLite takes for a database in memory, as a path: never a store's file (its rows would
+be lost on close), only :meth:`Store.in_memory`'s."""
 ROW_ORDER = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge", "patches": "turn, seq",
              "harm": "turn"}
 """The order a run's rows of each table are read in (other tables: as inserted)."""
@@ -81,7 +84,9 @@ def _set_wal(conn: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.2)
 
 
-def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+def _connect(path: Path, readonly: bool, in_memory: bool = False) -> sqlite3.Connection:
+    if in_memory:
+        return sqlite3.connect(IN_MEMORY, factory=_Connection)
     if not readonly:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, factory=_Connection)
         _set_wal(conn)
@@ -96,24 +101,31 @@ def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
 
 class Store:
     """A store on disk. ``readonly=True`` (or :meth:`open_existing`) opens an existing store
-    for reading only: it creates no file or folder and never migrates."""
+    for reading only: it creates no file or folder and never migrates. :meth:`in_memory` makes
+    a scratch store that no file holds."""
 
-    def __init__(self, path: Path | str, readonly: bool = False) -> None:
+    def __init__(self, path: Path | str, readonly: bool = False, *, memory: bool = False) -> None:
+        """``memory``: the store :meth:`in_memory` makes (``path`` is then :data:`IN_MEMORY`)."""
+        self._memory = memory
         self.path = Path(path)
         self.readonly = readonly
         self._writer: StoreWriter | None = None
+        if str(path) == IN_MEMORY and not memory:
+            raise StoreError(f"{IN_MEMORY}: SQLite would keep this store in memory and lose every "
+                             "row when the command ends; fix: give the store a file path (--db, "
+                             "or db: in a study file), such as runs/store.sqlite")
         if readonly and not self.path.is_file():
             what = "is a folder, not a store" if self.path.is_dir() else "no such store"
             raise StoreError(f"{self.path}: {what}; fix: pass --db with a store written by "
                              "`vcrime-audit run`, `replay` or `study`")
-        if not readonly:
+        if not readonly and not self._memory:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
                                  "point --db at a writable place") from None
         try:
-            self.db = sqlite_utils.Database(_connect(self.path, readonly))
+            self.db = sqlite_utils.Database(_connect(self.path, readonly, self._memory))
             # one read snapshot: another process may commit a new store's schema in between
             self.db.conn.execute("BEGIN")
             try:
@@ -146,6 +158,13 @@ class Store:
         """An existing store, read-only (see :class:`Store`)."""
         return cls(path, readonly=True)
 
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A new, empty store in this process's memory, gone when closed: for rows that are
+        derived, compared and dropped (``verify`` re-deriving a run). It has one connection, so
+        no writer thread (:meth:`commit_off_loop`); what a replay writes it writes on the loop."""
+        return cls(IN_MEMORY, memory=True)
+
     def close(self) -> None:
         """Close the connection(s); the last one to close folds the write-ahead log into the file."""
         if self._writer is not None:
@@ -158,6 +177,9 @@ class Store:
         store's writer thread (its own connection), so the event loop does not wait for the
         commit's fsync."""
         if self._writer is None:
+            if self._memory:
+                raise StoreError("a store in memory has one connection, so no writer thread; "
+                                 "fix: write to it on the loop, or use a store on disk")
             from .writer import StoreWriter  # asyncio: not imported by a store that only reads
 
             self._writer = StoreWriter(self.path)
