@@ -1,18 +1,19 @@
-"""A recorded study re-checked from its cassettes: replay on every core, merge, verify, audit.
+"""A recorded study re-checked from its cassettes: replay on every core, verify, audit.
 
     python benchmarks/make_study.py --out DIR [--attackers 8 --tasks 40 --seeds 3]
-    python benchmarks/bench_recheck.py DIR [--workers 2]
+    python benchmarks/bench_recheck.py DIR [--workers 2] [--shards]
 
 The grid is the one make_study.py wrote to DIR/study.yaml.
 
 Phases, each a fresh process (as a user runs them), timed in wall seconds:
-1. replay: ``study --replay --shard i/W`` for i = 1..W at once, each into its own store; every
-   run is replayed from its cassette, its turn rows compared with the recording (checksums,
-   chain and row hashes on);
-2. merge: ``merge`` of the W shard stores into one;
-3. verify: ``verify --db --workers W`` of the merged store: every run re-derived from its
-   cassette again, in W processes, and compared row by row;
-4. audit: ``audit`` of the merged store (all metrics, 10,000 resamples, report and figures).
+1. replay: ``study --replay --processes W`` into one store: every run is replayed from its
+   cassette, in one of W worker processes that share the grid and the store, and its turn rows
+   read back and compared with the recording (checksums, chain and row hashes on).
+   ``--shards`` replays as a cluster does instead: ``study --replay --shard i/W`` for i = 1..W
+   at once, each into its own store, then ``merge`` of the W stores into one (its own phase);
+2. verify: ``verify --db --workers W`` of that store: every run re-derived from its cassette
+   again, in W processes, and compared row by row;
+3. audit: ``audit`` of the store (all metrics, 10,000 resamples, report and figures).
 Prints each phase, the total (issue 12's target: < 60 s on 2 cores for the 960-run grid), the
 peak resident memory of the largest process (target < 1 GB) and the load average.
 """
@@ -58,6 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, help="Folder written by make_study.py --out.")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--shards", action="store_true",
+                        help="Replay W shards into W stores at once and merge them, not W worker "
+                             "processes into one store.")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
     spec = StudyConfig.model_validate(yaml.safe_load((corpus / STUDY_FILE).read_text(encoding="utf-8")))
@@ -69,19 +73,24 @@ def main() -> None:
         config = out / "study.yaml"
         config.write_text(yaml.safe_dump(spec.model_copy(update={"db": out / "study.sqlite"}).model_dump(
             mode="json")), encoding="utf-8")
-        shards = [out / f"shard-{i}.sqlite" for i in range(1, args.workers + 1)]
+        store = out / "study.sqlite"
+        how = "shards, then merge" if args.shards else "worker processes sharing one store"
         print(f"re-checking {len(list(spec.cassette_dir.glob('*.jsonl.gz')))} cassettes of {corpus} "
-              f"on {args.workers} worker(s); {load_average()}")
-        seconds = {
-            "replay": phase("replay", [[*cli, "study", str(config), "--replay", "--shard",
-                                        f"{i}/{args.workers}", "--db", str(db)]
-                                       for i, db in enumerate(shards, start=1)], env),
-            "merge": phase("merge", [[*cli, "merge", str(out / "merged.sqlite"), *map(str, shards)]], env),
-            "verify": phase("verify", [[*cli, "verify", "--db", str(out / "merged.sqlite"), "--workers",
-                                        str(args.workers), str(spec.cassette_dir)]], env),
-            "audit": phase("audit", [[*cli, "audit", "--db", str(out / "merged.sqlite"), "--out",
-                                      str(out / "report")]], env),
-        }
+              f"on {args.workers} worker(s) ({how}); {load_average()}")
+        seconds: dict[str, float] = {}
+        if args.shards:
+            shards = [out / f"shard-{i}.sqlite" for i in range(1, args.workers + 1)]
+            seconds["replay"] = phase("replay", [[*cli, "study", str(config), "--replay", "--shard",
+                                                  f"{i}/{args.workers}", "--db", str(db)]
+                                                 for i, db in enumerate(shards, start=1)], env)
+            seconds["merge"] = phase("merge", [[*cli, "merge", str(store), *map(str, shards)]], env)
+        else:
+            seconds["replay"] = phase("replay", [[*cli, "study", str(config), "--replay", "--processes",
+                                                  str(args.workers)]], env)
+        seconds["verify"] = phase("verify", [[*cli, "verify", "--db", str(store), "--workers",
+                                              str(args.workers), str(spec.cassette_dir)]], env)
+        seconds["audit"] = phase("audit", [[*cli, "audit", "--db", str(store), "--out",
+                                            str(out / "report")]], env)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     total = sum(seconds.values())
     print(f"total {total:.1f} s wall (target < 60 s for 960 runs on 2 cores); peak memory of one "
