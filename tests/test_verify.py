@@ -163,3 +163,21 @@ def test_a_verified_run_is_re_derived_in_memory_and_writes_no_file(three_runs):
         assert list(verifier._tmp.iterdir()) == []
     finally:
         verifier.close()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_store_whose_index_disagrees_with_its_table_is_a_store_problem(three_runs, tmp_path, workers):
+    """integrity_check runs on its own thread while the runs are verified; what it finds is still
+    reported, and fails the command, with one or two worker processes."""
+    db = tmp_path / "damaged.sqlite"
+    db.write_bytes(three_runs.read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE INDEX turns_by_plan ON turns(plan)")
+    with sqlite3.connect(db) as conn:  # the index now claims another column than the one it holds
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX turns_by_plan ON turns(observation)' "
+                     "WHERE name = 'turns_by_plan'")
+    code, out = verify("--db", str(db), "--workers", workers, str(CASSETTES), str(CASSETTES / "study-demo"))
+    assert code == 1, out
+    assert "integrity_check: " in out and "turns_by_plan" in out, out
+    assert "3 verified, 0 with problems, " in out and "store problem(s)" in out, out
