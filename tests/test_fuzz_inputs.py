@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from tests import committed
 from vcrime_audit.cli import app
 from vcrime_audit.scenario import ScenarioError, ScenarioErrors, load_task
 from vcrime_audit.yamlio import MAX_DEPTH, YamlInputError, loads
@@ -169,3 +170,30 @@ def test_the_quick_fuzz_run_has_no_traceback_or_hang():
     assert summary["options"]["not_exit_2"] == []
     assert set(summary["scenarios"]["exit_codes"]) <= {"0", "1", "2"}
     assert set(summary["stores"]["exit_codes"]) <= {"0", "2"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.sampled_from([":memory:", "./:memory:", "", ".", "/", "/dev/null", "/proc/version",
+                                  "file::memory:?cache=shared", "a" * 300]),
+                 st.text(alphabet=":./\\~$%?* ab", max_size=24).map(lambda t: f"TMP/{t}")))
+def test_a_store_path_that_names_no_store_is_refused_in_one_line(tmp_path, db):
+    """A read command given any text as --db where no store is: one line, exit 2, no file made.
+    (A NUL character cannot come from a shell; the store refuses it: tests/store.)"""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    _one_line_exit_2(["runs", "--db", db.replace("TMP", str(tmp_path), 1)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("command", [
+    ["runs", "--db", "{long}"], ["audit", "--db", "{long}", "--out", "{tmp}/report"],
+    ["audit", "--db", "{store}", "--out", "{long}/report"], ["verify", "--db", "{long}"],
+    ["verify", "{long}"], ["replay", "{long}"], ["export", "inspect", "--db", "{long}", "--out", "{tmp}/x"],
+    ["merge", "{long}", "{store}"]])
+def test_a_path_too_long_for_the_file_system_is_one_line(tmp_path, command):
+    """Path.exists, is_file and mkdir raise on a name longer than the file system takes; wherever
+    that happens below a command, it ends as one line naming the path."""
+    store = tmp_path / "s.sqlite"
+    assert CliRunner().invoke(app, ["replay", str(committed.DEMO_RUN), "--db", str(store)]).exit_code == 0
+    long = tmp_path / ("a" * 300)
+    line = _one_line_exit_2([part.format(long=long, tmp=tmp_path, store=store) for part in command])
+    assert str(long) in line, line

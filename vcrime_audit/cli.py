@@ -9,6 +9,7 @@ import typer
 
 from .commands import options
 from .commands.common import (
+    PathErrorsInOneLine,
     command_line,
     fail,
     make_console,
@@ -26,7 +27,8 @@ from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 plain_flags_and_arguments()
 
 app = typer.Typer(help="Sandbox evaluation, audits and certification of open-weight LLMs, offline "
-                       "and reproducible.", no_args_is_help=True, pretty_exceptions_enable=False)
+                       "and reproducible.", no_args_is_help=True, pretty_exceptions_enable=False,
+                  cls=PathErrorsInOneLine)
 console = make_console()
 
 @app.command()

@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from vcrime_audit.cli import app
@@ -160,3 +162,16 @@ def test_sqlites_memory_name_as_a_store_is_refused_in_one_line(tmp_path, command
             "merge": ["merge", ":memory:", str(_store(tmp_path))]}[command]
     code, out = _cli(*args)
     assert code == 2 and ":memory:" in out and "fix:" in out and len(out.strip().splitlines()) == 1, out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(alphabet=":./\\~$%?*\x00 ab", min_size=1, max_size=24),
+                 st.integers(200, 5000).map(lambda n: "a" * n)))
+def test_a_store_opened_at_any_path_opens_or_names_its_problem(tmp_path, name):
+    """Any text as a store's path (a study file's db: may hold any): a store, or one StoreError
+    line that names a fix; nothing else is raised."""
+    for readonly in (True, False):
+        try:
+            Store(tmp_path / "in" / name, readonly=readonly).close()
+        except StoreError as exc:
+            assert "fix:" in str(exc) and "\n" not in str(exc), exc

@@ -8,8 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+import click
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:
     from ..identity import ReplayCheck
@@ -43,6 +45,22 @@ def fail(problem: object) -> NoReturn:
 
     typer.echo(f"error: {printable(scrub_text(str(problem)), keep=chr(10))}", err=True)
     raise typer.Exit(2)
+
+
+class PathErrorsInOneLine(TyperGroup):
+    """The command group: an operating-system error about a path the user gave that no command
+    turned into its own message (a name too long for the file system, a folder that may not be
+    read, found by ``Path.exists``, ``mkdir`` and the like anywhere below) ends as one line that
+    names the path and exit 2, not as a traceback. Errors that name no path still raise."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.filename is None:
+                raise
+            fail(f"{exc.filename}: {exc.strerror or type(exc).__name__}; fix: pass a path that "
+                 "exists and can be read (or written), within the file system's length limits")
 
 
 def report_check(check: ReplayCheck, rows: str = "rows") -> None:

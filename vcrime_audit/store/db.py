@@ -99,6 +99,16 @@ def _connect(path: Path, readonly: bool, in_memory: bool = False) -> sqlite3.Con
     return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, factory=_Connection)
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, raising :class:`StoreError` where the path cannot even be looked up (a
+    name too long for the file system, say), which ``is_file`` lets through as an OSError."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be looked up ({exc.strerror}); fix: pass --db the path "
+                         "of a store written by vcrime-audit") from None
+
+
 class Store:
     """A store on disk. ``readonly=True`` (or :meth:`open_existing`) opens an existing store
     for reading only: it creates no file or folder and never migrates. :meth:`in_memory` makes
@@ -110,11 +120,14 @@ class Store:
         self.path = Path(path)
         self.readonly = readonly
         self._writer: StoreWriter | None = None
+        if "\x00" in str(path):
+            raise StoreError(f"{str(path)!r}: a store path cannot hold a NUL character; fix: give "
+                             "the store a file path such as runs/store.sqlite")
         if str(path) == IN_MEMORY and not memory:
             raise StoreError(f"{IN_MEMORY}: SQLite would keep this store in memory and lose every "
                              "row when the command ends; fix: give the store a file path (--db, "
                              "or db: in a study file), such as runs/store.sqlite")
-        if readonly and not self.path.is_file():
+        if readonly and not _is_file(self.path):
             what = "is a folder, not a store" if self.path.is_dir() else "no such store"
             raise StoreError(f"{self.path}: {what}; fix: pass --db with a store written by "
                              "`vcrime-audit run`, `replay` or `study`")
