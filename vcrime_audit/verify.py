@@ -261,9 +261,15 @@ class Verifier:
         with ProcessPoolExecutor(self.workers, mp_context=context) as pool:
             futures = [pool.submit(_verify_runs, str(db), search, chunk)
                        for chunk in _chunks(run_ids, self.workers * CHUNKS_PER_WORKER)]
-            for future in futures:
-                for verdict in future.result():
-                    self._add(verdict)
+            try:
+                for future in futures:
+                    for verdict in future.result():
+                        self._add(verdict)
+            except BaseException:  # Ctrl-C, a slice that failed: no slice not yet begun begins
+                for future in futures:
+                    future.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     def _unfinished(self, kind: str, job_id: str, row: dict[str, Any]) -> Verdict | None:
         if row["status"] == CRASHED:
