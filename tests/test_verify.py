@@ -189,7 +189,7 @@ def test_an_integrity_check_reports_or_stops_when_cancelled(tmp_path):
     from concurrent.futures import CancelledError
 
     from vcrime_audit.store import Store
-    from vcrime_audit.verify import IntegrityCheck
+    from vcrime_audit.store.integrity_check import IntegrityCheck
 
     db = tmp_path / "big.sqlite"
     Store(db).close()

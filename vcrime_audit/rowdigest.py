@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .canonical import content_hash
+from .canonical import canonical_json, content_hash
 
 COLUMN_HASH_HEX = 6
 Rows = dict[str, list[dict[str, Any]]]
+VOLATILE = {"started_at", "finished_at", "cassette", "writer"}
+"""Columns that differ between two writings of the same job (when, from which file, by which
+process), left out of :func:`compare_tables`."""
 
 
 def unit_of(row: dict[str, Any], index: int) -> str:
@@ -70,3 +73,33 @@ def first_difference(recorded: dict[str, Any] | None, actual: dict[str, Any]) ->
         if table not in actual["units"]:
             return f"table {table}: in the recording, missing now"
     return "rows agree; the run's own fields differ"
+
+
+def compare_tables(expected: dict[str, list[dict[str, Any]]],
+                   actual: dict[str, list[dict[str, Any]]]) -> str:
+    """The first table, unit and column where ``actual`` departs from ``expected`` ('' if none)."""
+    for table, rows in expected.items():
+        other = actual.get(table, [])
+        for index in range(max(len(rows), len(other))):
+            if index >= len(other):
+                return f"table {table}, {unit_of(rows[index], index)}: missing in the replay"
+            if index >= len(rows):
+                return f"table {table}, {unit_of(other[index], index)}: not in the store"
+            want, got = rows[index], other[index]
+            for column in sorted(set(want) | set(got)):
+                if column in VOLATILE:
+                    continue
+                if not _same(want.get(column), got.get(column)):
+                    return f"table {table}, {unit_of(want, index)}, column {column}"
+    return ""
+
+
+_EXACT = (str, int, bool, type(None))
+"""Types whose ``==`` between values of one type means the same canonical JSON (floats do not:
+0.0 == -0.0)."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is type(b) and type(a) in _EXACT:
+        return a == b
+    return canonical_json(a) == canonical_json(b)

@@ -10,28 +10,25 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .canonical import canonical_json
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from .cassette.persist import cassette_exists, journal_path
 from .collector import collector_off_while_runs_play
 from .identity import IDENTICAL
 from .recorder import writer_alive
-from .rowdigest import unit_of
+from .rowdigest import compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
 from .store.db import FOLLOWUP_RUN_TABLES, RUN_TABLES, StoreError
+from .store.integrity_check import IntegrityCheck
 
 VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
     "verified", "differs", "cassette missing", "unverified", "interrupted", "repaired",
     "file verified")
-VOLATILE = {"started_at", "finished_at", "cassette", "writer"}
 T = TypeVar("T")
 
 
@@ -48,36 +45,6 @@ class Verdict:
 
     def line(self) -> str:
         return f"{self.state:<16} {self.kind} {self.job_id}" + (f": {self.where}" if self.where else "")
-
-
-def compare_tables(expected: dict[str, list[dict[str, Any]]],
-                   actual: dict[str, list[dict[str, Any]]]) -> str:
-    """The first table, unit and column where ``actual`` departs from ``expected`` ('' if none)."""
-    for table, rows in expected.items():
-        other = actual.get(table, [])
-        for index in range(max(len(rows), len(other))):
-            if index >= len(other):
-                return f"table {table}, {unit_of(rows[index], index)}: missing in the replay"
-            if index >= len(rows):
-                return f"table {table}, {unit_of(other[index], index)}: not in the store"
-            want, got = rows[index], other[index]
-            for column in sorted(set(want) | set(got)):
-                if column in VOLATILE:
-                    continue
-                if not _same(want.get(column), got.get(column)):
-                    return f"table {table}, {unit_of(want, index)}, column {column}"
-    return ""
-
-
-_EXACT = (str, int, bool, type(None))
-"""Types whose ``==`` between values of one type means the same canonical JSON (floats do not:
-0.0 == -0.0)."""
-
-
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is type(b) and type(a) in _EXACT:
-        return a == b
-    return canonical_json(a) == canonical_json(b)
 
 
 def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -113,43 +80,6 @@ def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict
         store.close()
         verifier.close()
     return verifier.verdicts
-
-
-class IntegrityCheck:
-    """SQLite's ``PRAGMA integrity_check`` of a store, started on a thread and a connection of its
-    own: ~6 s for the 960-run store (790 MB), which SQLite spends without the interpreter lock,
-    so :meth:`Verifier.store` runs it while the runs are verified, not before them on one core.
-    :meth:`cancel` stops it, so a verify that fails or is stopped does not wait for it."""
-
-    PROGRESS_STEPS = 10_000
-    """SQLite virtual-machine steps between two looks at the cancel flag (~1 ms of the check)."""
-
-    def __init__(self, db: Path) -> None:
-        self._cancelled = threading.Event()
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="integrity-check")
-        self._problems = self._pool.submit(self._check, db)
-
-    def _check(self, db: Path) -> list[str]:
-        store = Store.open_existing(db)
-        try:
-            store.db.conn.set_progress_handler(self._cancelled.is_set, self.PROGRESS_STEPS)
-            return [f"integrity_check: {row[0]}" for row in
-                    store.db.conn.execute("PRAGMA integrity_check").fetchall() if row[0] != "ok"]
-        finally:
-            store.close()
-
-    def result(self) -> list[str]:
-        """The problems found (each a line); waits for the check to end."""
-        try:
-            return self._problems.result()
-        finally:
-            self._pool.shutdown()
-
-    def cancel(self) -> None:
-        """Stop the check: the statement aborts at its next progress look (raising "interrupted"
-        on its thread), or never starts."""
-        self._cancelled.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tuple[Any, T]:

@@ -329,6 +329,12 @@ def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_T
     return content_hash(trajectory_rows(store, run_id, tables))
 
 
+def integrity_check_lines(conn: sqlite3.Connection) -> list[str]:
+    """``PRAGMA integrity_check``'s findings, each a line ("integrity_check: ..."); none if sound."""
+    return [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
+            if row[0] != "ok"]
+
+
 def integrity_problems(store: Store | Path | str) -> list[str]:
     """What is wrong with a store file: SQLite's ``PRAGMA integrity_check`` and foreign-key
     check, unknown (newer) migrations, missing tables or columns. Empty when it is sound."""
@@ -338,8 +344,7 @@ def integrity_problems(store: Store | Path | str) -> list[str]:
     except sqlite3.DatabaseError as exc:
         return [f"{path}: cannot be opened ({exc})"]
     try:
-        problems = [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
-                    if row[0] != "ok"]
+        problems = integrity_check_lines(conn)
         problems += [f"foreign_key_check: {table} row {rowid} points at a missing {parent} row"
                      for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
         try:
