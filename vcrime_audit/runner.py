@@ -210,10 +210,11 @@ def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, Mod
     meta = cassette.meta
     missing = [k for k in ("config", "initial_world", "models") if k not in meta]
     if missing:
+        followup = meta.get("followup")
         hint = ("it is a certification cassette: use vcrime-audit certify --replay"
                 if meta.get("kind") == "certification" else
-                f"it is a {meta.get('followup')} cassette: use vcrime-audit {meta.get('followup')} "
-                "--replay" if meta.get("kind") == "followup" else "re-record the cassette")
+                f"it is a follow-up ({followup}) cassette: use vcrime-audit {followup} --replay"
+                if meta.get("kind") == "followup" else "re-record the cassette")
         raise CassetteError(f"{cassette.path}: not a sandbox-run cassette (header.meta lacks "
                             f"{', '.join(missing)}); fix: {hint}")
     fix = "fix: re-record the cassette or restore it from git"
