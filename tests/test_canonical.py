@@ -107,7 +107,7 @@ def test_values_checked_one_by_one_are_written_alike_and_non_finite_ones_found(v
 
     import orjson
 
-    from vcrime_audit.canonical import _ORJSON_OPTIONS, _non_finite, _refuse, _written_alike
+    from vcrime_audit.canonical import _ORJSON_OPTIONS, _non_finite, _refuse, written_alike
 
     try:
         fast = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
@@ -118,9 +118,9 @@ def test_values_checked_one_by_one_are_written_alike_and_non_finite_ones_found(v
         non_finite = False
     except ValueError:
         non_finite = True
-    if _written_alike(value):
+    if written_alike(value):
         assert fast == stdlib_canonical_json(value).encode("utf-8")
-    assert not (non_finite and _written_alike(value))
+    assert not (non_finite and written_alike(value))
     assert _non_finite(value) or not non_finite
 
 

@@ -86,11 +86,11 @@ _WALK_BYTES_PER_VALUE = 32
 _WALK_VALUES = 16
 """Data of few values (a column of a row digest), or with more bytes per value than
 ``_WALK_BYTES_PER_VALUE`` (long texts: stored rows, worlds, requests), is checked value by value
-(:func:`_written_alike`, ~60 ns a value); other data byte by byte (:func:`_small_float`,
+(:func:`written_alike`, ~60 ns a value); other data byte by byte (:func:`_small_float`,
 :func:`_non_finite`: ~2 ns a byte, and ~1 us to call pydantic's encoder)."""
 
 
-def _written_alike(plain: Any) -> bool:
+def written_alike(plain: Any) -> bool:
     """Whether orjson writes every value of ``plain`` as the standard library does: no float
     that is not finite or under 1e-4, and nothing but plain JSON data (a float subclass, say)."""
     stack = [plain]
@@ -118,7 +118,7 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     bits, lone surrogates, keys that are not strings, dataclasses, dates and subclasses). Each
     of those gets None, so the caller takes the standard library's path, which writes the
     defined text or raises as before. Data of few values, or few for its length, is checked
-    value by value (:func:`_written_alike`); other data by its bytes: the shapes of a small float
+    value by value (:func:`written_alike`); other data by its bytes: the shapes of a small float
     (:func:`_small_float`) and ``null`` get None wherever they stand, in a string too: that costs
     time, never bytes.
 
@@ -132,7 +132,7 @@ def _orjson_canonical(plain: Any) -> bytes | None:
         return None
     values = fast.count(b",") + 1  # at least the values it holds, keys counted as values
     if values <= _WALK_VALUES or len(fast) > _WALK_BYTES_PER_VALUE * values:
-        return fast if _written_alike(plain) else None
+        return fast if written_alike(plain) else None
     if _small_float(fast) or (b"null" in fast and _non_finite(plain)):
         return None
     return fast
@@ -143,7 +143,7 @@ def canonical_json_of_texts(plain: dict[str, Any], checked: tuple[Any, ...]) -> 
     objects of them, and the ``checked`` parts (any plain JSON data): only those are walked for
     values orjson writes its own way (a request: its sampling and output schema, not its ~15 KB
     of messages)."""
-    if all(_written_alike(part) for part in checked):
+    if all(written_alike(part) for part in checked):
         try:
             return orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS).decode("utf-8")
         except TypeError:  # a lone surrogate in a text: the standard library writes it escaped

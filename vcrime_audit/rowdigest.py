@@ -8,9 +8,12 @@ keeping the rows themselves in the cassette.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from .canonical import canonical_json, content_hash
+import orjson
+
+from .canonical import canonical_json, content_hash, written_alike
 
 COLUMN_HASH_HEX = 6
 Rows = dict[str, list[dict[str, Any]]]
@@ -31,6 +34,22 @@ def unit_of(row: dict[str, Any], index: int) -> str:
     return ", ".join(parts) or f"row {index + 1}"
 
 
+def column_hash(values: list[Any]) -> str:
+    """The definition: the first hex digits of ``content_hash`` of a unit's values of a column."""
+    return content_hash(values, 4)[:COLUMN_HASH_HEX]
+
+
+def _plain_column_hash(values: list[Any]) -> str:
+    """:func:`column_hash` of values that :func:`canonical.written_alike` passed: orjson writes a
+    list of them as canonical JSON does (``tests/test_rowdigest.py``), so their bytes are hashed
+    at once, without the general path's checks (~2 us a column, ~1,000 columns a 30-turn run)."""
+    try:
+        data = orjson.dumps(values, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate
+        return column_hash(values)
+    return hashlib.blake2b(data, digest_size=4).hexdigest()[:COLUMN_HASH_HEX]
+
+
 def row_digest(tables: Rows) -> dict[str, Any]:
     columns: dict[str, list[str]] = {}
     units: dict[str, dict[str, str]] = {}
@@ -40,10 +59,9 @@ def row_digest(tables: Rows) -> dict[str, Any]:
         grouped: dict[str, list[dict[str, Any]]] = {}
         for index, row in enumerate(rows):
             grouped.setdefault(unit_of(row, index), []).append(row)
-        units[table] = {
-            unit: "".join(content_hash([r.get(c) for r in group], 4)[:COLUMN_HASH_HEX]
-                          for c in names)
-            for unit, group in grouped.items()}
+        hashed = _plain_column_hash if written_alike(rows) else column_hash
+        units[table] = {unit: "".join(hashed([r.get(c) for r in group]) for c in names)
+                        for unit, group in grouped.items()}
     return {"columns": columns, "units": units}
 
 
