@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import background
 from .backends.base import ModelBackend
 from .cassette import Cassette, Pending, RecordingBackend
 from .identity import ReplayCheck
@@ -270,7 +271,7 @@ class Recorder:
             then()
 
     async def _commit_off_loop(self, flush: Callable[[], object], write: Callable[[Store], None]) -> None:
-        await asyncio.to_thread(flush)
+        await background.to_thread(flush)
         kill_point("flush")
         await self.store.commit_off_loop(write)
         kill_point("commit")
@@ -299,13 +300,13 @@ class Recorder:
         if not self.cassette.recording:
             return self.finish(fields, summary, hash_field)
         recorded = self.cassette.summary
-        await asyncio.to_thread(self.cassette.close_with_summary, summary)
+        await background.to_thread(self.cassette.close_with_summary, summary)
         kill_point("summary")
         final = {**fields, "writer": None, "finished_at": now()}
         await self.store.commit_off_loop(lambda store: self._update(final, store))
         await self.store.commit_off_loop(lambda store: store.checkpoint(), transaction=False)
         kill_point("finish")
-        await asyncio.to_thread(self.cassette.finalise)
+        await background.to_thread(self.cassette.finalise)
         self._release()
         return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
                            self.cassette.recording, summary)

@@ -3,16 +3,18 @@
 SQLite's commit waits for the write-ahead log's fsync; a study that awaits model calls must not
 wait for it on the event loop. Every transaction sent here runs, in order, on one thread that owns
 a second connection to the same file (SQLite serialises it with the event loop's connection like
-with any other writer; the busy timeout covers the few milliseconds either waits).
+with any other writer; the busy timeout covers the few milliseconds either waits), at the
+background priority (:mod:`vcrime_audit.background`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+
+from ..background import executor
 
 if TYPE_CHECKING:
     from .db import Store
@@ -23,7 +25,7 @@ T = TypeVar("T")
 class StoreWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
+        self._pool = executor("store-writer", 1)
         self._store: Store | None = None
 
     def _transaction(self, write: Callable[[Store], T], transaction: bool) -> T:
