@@ -210,3 +210,24 @@ def test_runs_leave_no_reference_cycles_behind(registry, tmp_path):
     one = cyclic_garbage_of(scripted_spec(tmp_path / "one", tasks=TASKS[:1], seeds=[0], max_turns=6))
     six = cyclic_garbage_of(scripted_spec(tmp_path / "six", seeds=[0, 1], max_turns=6))
     assert six == one
+
+
+def test_runs_of_a_task_share_its_world_read_once_and_give_a_lone_runs_rows(registry, tmp_path,
+                                                                            monkeypatch):
+    """A study reads each task once (runner.EpisodeInputs) and its runs, in flight together,
+    share the initial world: each must still give the rows it gives played alone."""
+    import vcrime_audit.runner as runner
+
+    reads: list[str] = []
+    read = runner.load_task
+    monkeypatch.setattr(runner, "load_task", lambda task, *a: reads.append(task) or read(task, *a))
+    spec = scripted_spec(tmp_path / "study", concurrency=6, seeds=[0, 1, 2], max_turns=4)
+    result = asyncio.run(run_study(spec))
+    assert result.done == len(grid(spec)) == 9 and not result.crashed
+    assert sorted(reads) == sorted(TASKS)
+    alone = {}
+    for config in grid(spec):
+        outcome = asyncio.run(runner.run_episode(config, tmp_path / "alone.sqlite", tmp_path / "alone"))
+        alone[outcome.run_id] = (outcome.status, outcome.turns, outcome.turn_rows_hash)
+    assert len(reads) == len(TASKS) + len(alone) and all(turns for _, turns, _ in alone.values())
+    assert {o.run_id: (o.status, o.turns, o.turn_rows_hash) for o in result.outcomes} == alone

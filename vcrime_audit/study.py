@@ -26,8 +26,8 @@ from .engine import TurnRecord
 from .harm import prepare_default_lexicon
 from .ids import MAX_SEED, IdError, check_id
 from .models import get_model
-from .runner import RunConfig, RunOutcome, cassette_path, run_episode
-from .scenario import ScenarioError, list_task_ids, load_task
+from .runner import EpisodeInputs, RunConfig, RunOutcome, cassette_path, run_episode
+from .scenario import ScenarioError, list_task_ids
 from .scrub import scrub_text
 from .slices import take_turn
 from .statuses import RUN_OUTCOMES
@@ -193,11 +193,12 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
     in order. Processes that share one grid share one ``take`` (:mod:`vcrime_audit.study_processes`),
     so each run is played once, by whichever process has a free slot first."""
     take = take or in_order(len(pending))
+    inputs = EpisodeInputs()
     try:
         prepare_default_lexicon(sum(c.max_turns for c in pending))
         if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
             for task in sorted({c.task for c in pending}):
-                load_task(task)
+                inputs.world(task)
         owned = bool(pending) and backend is None and not replay_only
         if owned:
             names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
@@ -229,7 +230,8 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
             mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
             try:
                 outcome = await run_episode(config, study.db, study.cassette_dir, mode, store=store,
-                                            backend=backend, observer=observe, on_calls_done=calls_done)
+                                            backend=backend, observer=observe, on_calls_done=calls_done,
+                                            inputs=inputs)
             except Exception as exc:  # one run's crash must not stop the others
                 if not is_job_failure(exc):
                     raise
