@@ -10,6 +10,7 @@ no ``..``. :func:`inside` then resolves the joined path and refuses one that esc
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 MAX_ID = 128
@@ -77,6 +78,8 @@ def shown_path(path: Path | str, root: Path | None = None) -> str:
     return Path(*resolved.parts[-2:]).as_posix()
 
 
+@lru_cache(maxsize=1)
 def project_root() -> Path:
-    """The folder holding the package (the checkout, or site-packages for an install)."""
+    """The folder holding the package (the checkout, or site-packages for an install), resolved
+    once: every run's start names its cassette relative to it."""
     return Path(__file__).resolve().parent.parent

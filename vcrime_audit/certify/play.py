@@ -12,7 +12,7 @@ sampling seed of turn t is :func:`~vcrime_audit.seeds.seedsequence_seed` stream 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ..agents.calling import CallRecord
@@ -78,7 +78,7 @@ async def _judgments(players: Players, query: str, answer: str, seed: int) -> di
     if players.llm is not None:
         records: list[CallRecord] = []
         verdict = await players.llm.judge(query, answer, seed, records)
-        out[LLM] = {**verdict.model_dump(), "seed": seed, "calls": [asdict(r) for r in records]}
+        out[LLM] = {**verdict.model_dump(), "seed": seed, "calls": [r.fields() for r in records]}
     return out
 
 

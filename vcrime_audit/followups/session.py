@@ -149,7 +149,7 @@ class Session:
         rows = []
         for record in records:
             rows.append({"followup_id": self.followup_id, "seq": self.seq, "item": item,
-                         **asdict(record), "ok": int(record.ok)})
+                         **record.fields(), "ok": int(record.ok)})
             self.seq += 1
         if rows:
             self.recorder.commit(lambda: self.store.insert_rows("followup_calls", rows), unit)
