@@ -21,7 +21,8 @@ class CallRecord:
     """What the store keeps of one request/answer, retries included. Given its ``request``, the
     ``request_hash`` is made by :meth:`fields`: when the turn's rows are made, which a recording
     job does on the store's writer thread, not on the event loop that sends the calls (the
-    request's canonical JSON and blake2b: ~30 us a call of the loop's ~0.7 ms)."""
+    request's canonical JSON and blake2b: ~40 us a call, measured on 678 recorded calls, of the
+    loop's ~0.7 ms)."""
 
     role: str
     call: str
