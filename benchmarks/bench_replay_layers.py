@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
-import json
 import shutil
 import sys
 import tempfile
@@ -45,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_replay import read_limit  # noqa: E402
 from make_study import load_average  # noqa: E402
 
 from vcrime_audit.backends.base import GenerateRequest, GenerateResult  # noqa: E402
@@ -86,23 +85,15 @@ class InOrder:
         pass
 
 
-async def _derive(cassette: Cassette, backend: Any) -> int:
+async def _derive(cassette: Cassette, backend: Any) -> None:
     config, world, entries = _from_meta(cassette)
     engine = Engine(backend, _roles(config, entries), EpisodeLimits(config.max_turns, config.stall_turns))
-    turns = 0
 
     async def on_turn(record: TurnRecord) -> None:
-        nonlocal turns
-        turns = record.turn
+        pass
 
     with collector_off_while_runs_play():
         await engine.run(world, config.seed, on_turn)
-    return turns
-
-
-def read_limit(path: Path) -> None:
-    for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines():
-        json.loads(line)
 
 
 def timed(prepare: Callable[[], Any], work: Callable[[Any], Any]) -> float:

@@ -28,7 +28,6 @@ from typing import TypeVar
 T = TypeVar("T")
 NICER = 10
 _MAX_NICE = 19
-_WORKERS = min(32, (os.cpu_count() or 1) + 4)
 _executor: ThreadPoolExecutor | None = None
 _made = threading.Lock()
 
@@ -45,8 +44,9 @@ def lower_priority() -> None:
         pass
 
 
-def executor(name: str, workers: int = _WORKERS) -> ThreadPoolExecutor:
-    """A thread pool whose threads run at the background priority."""
+def executor(name: str, workers: int | None = None) -> ThreadPoolExecutor:
+    """A thread pool whose threads run at the background priority (``workers``: as many as
+    ``ThreadPoolExecutor``'s default when None)."""
     return ThreadPoolExecutor(workers, thread_name_prefix=name, initializer=lower_priority)
 
 
