@@ -73,3 +73,50 @@ def test_every_schema_the_agents_build_is_plain_json_data():
         assert _plain_json_only(attacker.act_schema(world)), task_id
         for phase in world_manager.PHASE_OPS:
             assert _plain_json_only(world_manager.phase_schema(world, phase)), (task_id, phase)
+
+
+def _variants(world):
+    """Worlds that differ from ``world`` in one thing a phase schema reads (each a new table,
+    as patch.Draft makes them) or in something it does not read."""
+    entities = world.entities
+    first_id, first = next(iter(entities.items()))
+    flags = world.checkpoints
+    flag_id, flag = next(iter(flags.items()))
+    judged = "entity_held" if flag.condition.kind == "judged" else "judged"
+    renamed = [world.model_copy(update={table: {("renamed" if k == next(iter(objects)) else k): v
+                                                for k, v in objects.items()}})
+               for table in ("locations", "members", "npcs", "entities", "events", "checkpoints",
+                             "failures")
+               if (objects := getattr(world, table))]
+    return [
+        *renamed,
+        world.model_copy(update={"entities": {k: v for k, v in entities.items() if k != first_id}}),
+        world.model_copy(update={"entities": {**entities, first_id: first.model_copy(
+            update={"portable": not first.portable})}}),
+        world.model_copy(update={"entities": {**entities, first_id: first.model_copy(
+            update={"destroyed": not first.destroyed})}}),
+        world.model_copy(update={"entities": {**entities, first_id: first.model_copy(
+            update={"history": [*first.history, "moved"]})}}),
+        world.model_copy(update={"npcs": dict(list(world.npcs.items())[1:])}),
+        world.model_copy(update={"members": dict(list(world.members.items())[1:])}),
+        world.model_copy(update={"locations": dict(list(world.locations.items())[1:])}),
+        world.model_copy(update={"events": {}}),
+        world.model_copy(update={"failures": {}}),
+        world.model_copy(update={"checkpoints": {**flags, flag_id: flag.model_copy(update={
+            "condition": flag.condition.model_copy(update={"kind": judged})})}}),
+    ]
+
+
+def test_a_kept_phase_schema_is_the_one_each_world_would_get_afresh():
+    """phase_schema keeps schemas by what the schema reads of a world: a world that differs in
+    any of those gets its own, one that differs in anything else shares one."""
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    for task_id in list_task_ids()[:6]:
+        base = initial_world(load_task(task_id))
+        worlds = [base, *_variants(base)]
+        worlds += [w for v in worlds[1:4] for w in _variants(v)]
+        for world in worlds:
+            for phase in world_manager.PHASE_OPS:
+                assert world_manager.phase_schema(world, phase) == \
+                    world_manager._phase_schema(world, phase), (task_id, phase)

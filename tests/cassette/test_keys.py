@@ -52,3 +52,17 @@ def test_what_a_request_keeps_follows_copies_and_stays_out_of_its_fields():
     fresh = GenerateRequest.model_validate(request.model_dump())
     assert fresh == request and request.model_dump() == fresh.model_dump()
     assert set(request.model_dump()) == set(GenerateRequest.model_fields)
+
+
+@given(part=json_data, other=json_data)
+def test_requests_sharing_schema_parts_keep_the_defined_key(part, other):
+    """An output schema's object and list values are walked once (they are shared, never
+    changed): a second request that shares them gets the defined text too, whatever they hold."""
+    shared = {"properties": {"x": part}, "anyOf": [part, other]}
+    for attempt in range(2):  # the second finds the parts walked
+        schema = {"type": "object", **shared, "top": other}
+        request = GenerateRequest(role="judge", call="assess", model="m",
+                                  messages=[Message(role="user", content="hi")],
+                                  sampling=Sampling(seed=1), output_schema=schema, attempt=attempt)
+        assert request.output_schema["properties"] is shared["properties"]
+        assert request.canonical() == canonical_json(request)

@@ -68,6 +68,33 @@ def _id_enums(world: WorldState, op_cls: type, base: dict[str, list[str]] | None
 
 
 def phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
+    """The phase's output schema: its operations, with the world's ids as enums. Shared between
+    worlds whose :func:`_schema_inputs` are equal (a turn's four phases change objects, rarely
+    which exist), so callers must not change it."""
+    key = _schema_inputs(world, phase)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        if len(_SCHEMAS) >= MAX_SCHEMAS:
+            del _SCHEMAS[next(iter(_SCHEMAS))]
+        schema = _SCHEMAS[key] = _phase_schema(world, phase)
+    return schema
+
+
+_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
+MAX_SCHEMAS = 256
+
+
+def _schema_inputs(world: WorldState, phase: str) -> tuple[Any, ...]:
+    """All that :func:`_phase_schema` reads of the world: the ids of each table, which things
+    are loose (portable, not destroyed) and which flags are judged."""
+    flags = (*world.checkpoints.values(), *world.failures.values())
+    return (phase, tuple(world.locations), tuple(world.members), tuple(world.npcs),
+            tuple(world.entities), tuple(e.portable and not e.destroyed for e in world.entities.values()),
+            tuple(world.events), tuple(world.checkpoints), tuple(world.failures),
+            tuple(f.condition.kind == "judged" for f in flags))
+
+
+def _phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
     variants = []
     flags = [*world.checkpoints.values(), *world.failures.values()]
     base = _base_enums(world)

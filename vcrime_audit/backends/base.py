@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import blake2b_hex, canonical_json_of_texts
+from ..canonical import blake2b_hex, canonical_json_of_texts, plain_canonical_json, written_alike_shared_parts
 from ..errors import BackendError
 from ..models import Sampling
 
@@ -49,7 +49,10 @@ class GenerateRequest(BaseModel):
     @cached_property
     def _canonical(self) -> str:
         plain = self._plain
-        return canonical_json_of_texts(plain, (plain["sampling"], plain["output_schema"]))
+        schema = plain["output_schema"]
+        if schema is not None and not written_alike_shared_parts(schema):
+            return plain_canonical_json(plain)
+        return canonical_json_of_texts(plain, (plain["sampling"],))
 
     @cached_property
     def _keys(self) -> dict[str, str]:
