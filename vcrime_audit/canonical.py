@@ -158,14 +158,15 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     return fast
 
 
-def canonical_json_of_texts(plain: dict[str, Any], checked: tuple[Any, ...]) -> str:
+def canonical_form_of_texts(plain: dict[str, Any], checked: tuple[Any, ...]) -> bytes | str:
     """:func:`plain_canonical_json` of ``plain``, whose values are text, integers, lists and
     objects of them, and the ``checked`` parts (any plain JSON data): only those are walked for
-    values orjson writes its own way (a request: its sampling and output schema, not its ~15 KB
-    of messages)."""
+    values orjson writes its own way (a request: its sampling, not its ~15 KB of messages).
+    Where orjson writes it, its UTF-8 bytes (what a hash reads: no text made and encoded again);
+    else the standard library's text."""
     if all(written_alike(part) for part in checked):
         try:
-            return orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS).decode("utf-8")
+            return orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS)
         except TypeError:  # a lone surrogate in a text: the standard library writes it escaped
             pass
     return plain_canonical_json(plain)
@@ -199,10 +200,25 @@ def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
         data = data.encode("utf-8")
     if len(data) <= GIL_KEPT_BYTES or threading.current_thread() is not _MAIN_THREAD:
         return hashlib.blake2b(data, digest_size=digest_size).hexdigest()
+    return blake2b_hex_of((data,), digest_size)
+
+
+def blake2b_hex_of(parts: tuple[bytes, ...], digest_size: int = 16) -> str:
+    """blake2b of the parts one after the other (as of their concatenation, not made); on the
+    main thread, without letting go of the interpreter lock."""
+    if threading.current_thread() is not _MAIN_THREAD:
+        digest = hashlib.blake2b(digest_size=digest_size)
+        for part in parts:
+            digest.update(part)
+        return digest.hexdigest()
     digest = hashlib.blake2b(digest_size=digest_size)
-    view = memoryview(data)
-    for at in range(0, len(data), GIL_KEPT_BYTES):
-        digest.update(view[at:at + GIL_KEPT_BYTES])
+    for part in parts:
+        if len(part) <= GIL_KEPT_BYTES:
+            digest.update(part)
+            continue
+        view = memoryview(part)
+        for at in range(0, len(part), GIL_KEPT_BYTES):
+            digest.update(view[at:at + GIL_KEPT_BYTES])
     return digest.hexdigest()
 
 

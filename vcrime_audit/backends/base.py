@@ -8,7 +8,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..canonical import blake2b_hex, canonical_json_of_texts, plain_canonical_json, written_alike_shared_parts
+from ..canonical import (
+    blake2b_hex_of,
+    canonical_form_of_texts,
+    plain_canonical_json,
+    written_alike_shared_parts,
+)
 from ..errors import BackendError
 from ..models import Sampling
 
@@ -47,12 +52,23 @@ class GenerateRequest(BaseModel):
                 "output_schema": self.output_schema, "attempt": self.attempt}
 
     @cached_property
-    def _canonical(self) -> str:
+    def _canonical_form(self) -> bytes | str:
+        """The canonical JSON as orjson's bytes where it writes it, else as text."""
         plain = self._plain
         schema = plain["output_schema"]
         if schema is not None and not written_alike_shared_parts(schema):
             return plain_canonical_json(plain)
-        return canonical_json_of_texts(plain, (plain["sampling"],))
+        return canonical_form_of_texts(plain, (plain["sampling"],))
+
+    @cached_property
+    def _canonical(self) -> str:
+        form = self._canonical_form
+        return form if isinstance(form, str) else form.decode("utf-8")
+
+    @cached_property
+    def _canonical_bytes(self) -> bytes:
+        form = self._canonical_form
+        return form if isinstance(form, bytes) else form.encode("utf-8")
 
     @cached_property
     def _keys(self) -> dict[str, str]:
@@ -73,9 +89,13 @@ class GenerateRequest(BaseModel):
         ``request_hash`` both hash it."""
         return self._canonical
 
+    def canonical_bytes(self) -> bytes:
+        """:meth:`canonical` as UTF-8, made once: what the hashes read."""
+        return self._canonical_bytes
+
     def digest(self) -> str:
         """blake2b of :meth:`canonical` (``calls.request_hash``)."""
-        return blake2b_hex(self._canonical)
+        return blake2b_hex_of((self._canonical_bytes,))
 
     def keyed(self, fingerprint_json: str, make: Callable[[], str]) -> str:
         """``make()``, made once per fingerprint: a call's cassette key is looked up, then

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends.base import GenerateRequest
-from ..canonical import blake2b_hex, content_hash, plain_canonical_json
+from ..canonical import blake2b_hex_of, content_hash, plain_canonical_json
 
 
 def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[str, Any]) -> str:
@@ -14,6 +14,7 @@ def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[st
     comes first), and the key is made once per request and fingerprint."""
     if isinstance(request, GenerateRequest):
         fingerprint_json = plain_canonical_json(fingerprint)
-        return request.keyed(fingerprint_json, lambda: blake2b_hex(
-            f'{{"fingerprint":{fingerprint_json},"request":{request.canonical()}}}'))
+        return request.keyed(fingerprint_json, lambda: blake2b_hex_of((
+            f'{{"fingerprint":{fingerprint_json},"request":'.encode(),
+            request.canonical_bytes(), b"}")))
     return content_hash({"request": request, "fingerprint": fingerprint})
