@@ -14,6 +14,7 @@ from vcrime_audit.canonical import (
     content_hash,
     plain_canonical_bytes,
     plain_canonical_json,
+    plain_content_hash,
     stdlib_canonical_json,
 )
 
@@ -144,3 +145,14 @@ def test_blake2b_in_pieces_is_hashlibs_blake2b(data, size):
     assert blake2b_hex(data, size) == hashlib.blake2b(data, digest_size=size).hexdigest()
     text = data.decode("latin-1")
     assert blake2b_hex(text, size) == hashlib.blake2b(text.encode("utf-8"), digest_size=size).hexdigest()
+
+
+PLAIN_DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)
+                          | st.dictionaries(TEXT, inner, max_size=5), max_leaves=30)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(PLAIN_DATA)
+def test_plain_data_hashes_as_content_hash_does(value):
+    """Rows read from a store are plain JSON data: hashed without to_plain's copy, the same."""
+    assert outcome(plain_content_hash, value) == outcome(content_hash, value)

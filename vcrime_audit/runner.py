@@ -10,7 +10,7 @@ from typing import Any
 from . import __version__
 from .backends.base import ModelBackend
 from .backends.registry import make_backend
-from .canonical import content_hash
+from .canonical import content_hash, plain_content_hash
 from .cassette import Cassette, CassetteError, RecordMode
 from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
@@ -156,7 +156,7 @@ def _row_hashes(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
     30-turn run, which a recording job does on the store's writer thread, so the event loop
     keeps serving the other runs when many end at once."""
     rows = trajectory_rows(store, run_id)
-    return content_hash(rows), row_digest(rows)
+    return plain_content_hash(rows), row_digest(rows)
 
 
 def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:

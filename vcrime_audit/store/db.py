@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlite_utils
 
 from .. import __version__
-from ..canonical import content_hash
+from ..canonical import plain_content_hash
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
 
@@ -326,7 +326,7 @@ def decision_rows(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
 def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_TABLES) -> str:
     """Hash of :func:`trajectory_rows`: turns, the calls (finish reasons, token counts, times),
     judgments and patches."""
-    return content_hash(trajectory_rows(store, run_id, tables))
+    return plain_content_hash(trajectory_rows(store, run_id, tables))
 
 
 def integrity_check_lines(conn: sqlite3.Connection) -> list[str]:
