@@ -1,0 +1,111 @@
+"""Instructions a replay executes, counted by valgrind: a figure that the host's speed does not move.
+
+    python benchmarks/bench_instructions.py [CORPUS] [--runs 8] [--against OTHER_CHECKOUT]
+
+On this shared 2-core host the same replay's CPU time drifts by 10-40 % within an hour, so a
+change of a few per cent cannot be seen in seconds (``bench_replay_layers.py``). The number of
+instructions it executes hardly moves (±1 % between repeats): it counts work, not how fast the
+host does it. What it misses is memory: a change that makes fewer instructions wait longer for
+memory counts as a gain here, so give the seconds too before calling a change faster.
+
+Each count is taken in a fresh ``python`` under ``valgrind --tool=cachegrind --cache-sim=no``
+(~25 times slower than without) with ``PYTHONHASHSEED=0``: once with one replay (imports,
+first-use work and the warm-up), once with that replay and ``--runs`` more; the difference,
+divided by ``--runs``, is a replay's count. A replay here is ``runner.replay_loaded`` of a run
+cassette, loaded first, into a store in memory, checked identical to its recording (what
+``verify`` does per run; the load counted in).
+
+CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz``, else any ``*.jsonl.gz`` under it;
+default: the committed ``cassettes/``). ``--against DIR`` counts DIR's code too (another
+checkout of this repository, e.g. ``git worktree add /tmp/base HEAD~3``), at the same time on
+the other core, and prints the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def corpus_paths(corpus: Path) -> list[Path]:
+    return sorted(corpus.glob("cassettes/*.jsonl.gz")) or sorted(corpus.rglob("*.jsonl.gz"))
+
+
+def child(paths: list[Path]) -> None:
+    """Replay each cassette into a store in memory (run in the counted process)."""
+    from vcrime_audit.cassette import Cassette, RecordMode
+    from vcrime_audit.runner import replay_loaded
+    from vcrime_audit.store import Store
+
+    for path in paths:
+        store = Store.in_memory()
+        try:
+            if not asyncio.run(replay_loaded(Cassette(path, RecordMode.none), store)).identical:
+                raise SystemExit(f"{path}: replay differs from the recording")
+        finally:
+            store.close()
+
+
+def count(checkout: Path, paths: list[Path]) -> int:
+    """Instructions valgrind counts for replaying ``paths`` with ``checkout``'s code."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(checkout)}
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+               sys.executable, str(Path(__file__).resolve()), "--child", *map(str, paths)]
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"error: replaying with {checkout} under valgrind exited {done.returncode}:\n"
+                         f"{done.stderr[-2000:]}")
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"error: valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_replay(checkout: Path, paths: list[Path], runs: int) -> float:
+    warm_up, measured = paths[:1], paths[:1] + paths[1:1 + runs]
+    with ThreadPoolExecutor(2) as pool:
+        alone, together = pool.map(lambda p: count(checkout, p), (warm_up, measured))
+    return (together - alone) / runs
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child([Path(p) for p in sys.argv[2:]])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path, nargs="?", default=ROOT / "cassettes")
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--against", type=Path, help="Another checkout of this repository to count too.")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("error: valgrind is not installed; fix: apt-get install -y valgrind")
+    from vcrime_audit.cassette import Cassette, RecordMode
+
+    runs = [p for p in corpus_paths(args.corpus) if "initial_world" in Cassette(p, RecordMode.none).meta]
+    if len(runs) < 2:
+        raise SystemExit(f"error: {args.corpus}: fewer than 2 run cassettes; fix: record a corpus with "
+                         "benchmarks/make_study.py --out DIR --attackers 1 --seeds 3")
+    measured = runs[1:1 + args.runs]
+    calls = sum(len(Cassette(p, RecordMode.none).calls) for p in measured) / len(measured)
+    checkouts = [ROOT] + ([args.against.resolve()] if args.against else [])
+    print(f"{len(measured)} replays of {args.corpus} ({calls:.0f} calls each on average), counted by "
+          "valgrind (PYTHONHASHSEED=0):")
+    with ThreadPoolExecutor(len(checkouts)) as pool:
+        counts = list(pool.map(lambda c: per_replay(c, runs, len(measured)), checkouts))
+    for checkout, instructions in zip(checkouts, counts, strict=True):
+        print(f"  {str(checkout):40} {instructions / 1e6:8.1f} M instructions a replay "
+              f"({instructions / calls / 1e3:.0f} k a call)")
+    if args.against:
+        print(f"ratio {ROOT.name} / {args.against.name}: {counts[0] / counts[1]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
