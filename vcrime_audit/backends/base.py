@@ -85,8 +85,8 @@ class GenerateRequest(BaseModel):
         return self._plain
 
     def canonical(self) -> str:
-        """The request's canonical JSON, made once: the cassette key and the stored
-        ``request_hash`` both hash it."""
+        """The request's canonical JSON, made once (the cassette key and the stored
+        ``request_hash`` hash its bytes, :meth:`canonical_bytes`)."""
         return self._canonical
 
     def canonical_bytes(self) -> bytes:
