@@ -71,8 +71,19 @@ def test_rows_read_as_sqlite_utils_reads_them(tmp_path, demo_world):
     assert store.runs() == list(store.db["runs"].rows_where(order_by="started_at, run_id"))
     assert store.run("r1") == next(store.db["runs"].rows_where("run_id = ?", ["r1"]))
     assert store.run("nobody") is None
+    for table in ("turns", "calls", "judgments", "patches", "harm"):  # columns left out in SQL
+        assert store.rows(table, "r1", without=("run_id",)) == [
+            {k: v for k, v in row.items() if k != "run_id"} for row in store.rows(table, "r1")], table
+        assert all(list(row) == [c for c in store.columns(table) if c != "run_id"]
+                   for row in store.rows(table, "r1", without=("run_id",)))
     store.db.conn.execute("DROP TABLE harm")
     assert store.rows("harm", "r1") == []  # an older store without the table: nothing, as before
+    assert store.rows("harm", "r1", without=("run_id",)) == []  # its columns were read before
+    assert store.rows("extra", "r1", without=("run_id",)) == [] and store.columns("extra") == []
+    store.db.conn.execute("CREATE TABLE extra (run_id TEXT, turn INTEGER, force INTEGER)")
+    store.db.conn.execute("INSERT INTO extra VALUES ('r1', 1, 2)")
+    assert store.rows("extra", "r1", without=("run_id",)) == [{"turn": 1, "force": 2}], \
+        "a table that was missing is looked up again once it exists"
     with pytest.raises(sqlite3.OperationalError, match="no such column"):
         store.select("turns", "no_column = 1", [], "rowid")
 

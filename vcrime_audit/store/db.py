@@ -117,6 +117,7 @@ class Store:
     def __init__(self, path: Path | str, readonly: bool = False, *, memory: bool = False) -> None:
         """``memory``: the store :meth:`in_memory` makes (``path`` is then :data:`IN_MEMORY`)."""
         self._memory = memory
+        self._columns: dict[str, list[str]] = {}
         self.path = Path(path)
         self.readonly = readonly
         self._writer: StoreWriter | None = None
@@ -277,12 +278,19 @@ class Store:
             for table in (*FOLLOWUP_RUN_TABLES, *RUN_TABLES[1:], "runs"):
                 self.db.conn.execute(f"DELETE FROM [{table}] WHERE run_id = ?", [run_id])
 
-    def select(self, table: str, where: str, args: list[Any], order_by: str) -> list[dict[str, Any]]:
+    def select(self, table: str, where: str, args: list[Any], order_by: str,
+               without: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """Rows of ``table`` as dicts, like sqlite-utils' ``rows_where`` (nothing for a table the
-        store lacks) without its query of the schema per call."""
+        store lacks) without its query of the schema per call; ``without``: columns left out."""
+        selected = "*"
+        if without:
+            columns = [c for c in self.columns(table) if c not in without]
+            if not columns:
+                return []
+            selected = ", ".join(f"[{c}]" for c in columns)
         try:
             cursor = self.db.conn.execute(
-                f"SELECT * FROM [{table}] WHERE {where} ORDER BY {order_by}", args)
+                f"SELECT {selected} FROM [{table}] WHERE {where} ORDER BY {order_by}", args)
         except sqlite3.OperationalError as exc:
             if str(exc).startswith("no such table"):
                 return []
@@ -297,9 +305,21 @@ class Store:
     def runs(self) -> list[dict[str, Any]]:
         return self.select("runs", "1", [], "started_at, run_id")
 
-    def rows(self, table: str, run_id: str, where: str = "") -> list[dict[str, Any]]:
+    def rows(self, table: str, run_id: str, where: str = "", without: tuple[str, ...] = ()
+             ) -> list[dict[str, Any]]:
         clause = "run_id = ?" + (f" AND {where}" if where else "")
-        return self.select(table, clause, [run_id], ROW_ORDER.get(table, "rowid"))
+        return self.select(table, clause, [run_id], ROW_ORDER.get(table, "rowid"), without)
+
+    def columns(self, table: str) -> list[str]:
+        """The table's columns in order (none for a table the store lacks), read once per table
+        that exists: a store's tables are as its migrations left them when it was opened (only
+        they alter a table), and a missing one is looked up again."""
+        known = self._columns.get(table)
+        if known is None:
+            known = [row[1] for row in self.db.conn.execute(f"PRAGMA table_info([{table}])")]
+            if known:
+                self._columns[table] = known
+        return known
 
 
 def trajectory_rows(store: Store, run_id: str,
@@ -307,8 +327,7 @@ def trajectory_rows(store: Store, run_id: str,
     """Everything a run's trajectory consists of (live judgments only; re-judging does not
     change a trajectory), without its run id."""
     live = {"judgments": "source = 'live'"}
-    return {table: [{k: v for k, v in row.items() if k != "run_id"}
-                    for row in store.rows(table, run_id, live.get(table, ""))]
+    return {table: store.rows(table, run_id, live.get(table, ""), without=("run_id",))
             for table in tables}
 
 
