@@ -132,8 +132,31 @@ def test_a_store_in_memory_holds_what_one_on_disk_holds_and_leaves_no_file(tmp_p
         import asyncio
 
         asyncio.run(memory.commit_off_loop(lambda s: None))
+    other = Store.in_memory()  # made while the first holds rows: a copy of the empty template
+    assert other.runs() == [] and other.rows("turns", "r1") == []
     memory.close()
     assert Store.in_memory().runs() == []  # each is its own, empty
+
+
+def test_stores_in_memory_are_made_on_any_thread_with_the_schema_a_file_gets(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vcrime_audit.store.schema import schema_problems
+
+    def made(_: int) -> list[str]:
+        store = Store.in_memory()
+        try:
+            return sorted(store.db.table_names())
+        finally:
+            store.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        tables = set(map(tuple, pool.map(made, range(16))))
+    assert tables == {tuple(sorted(Store(tmp_path / "s.sqlite").db.table_names()))}
+    memory = Store.in_memory()
+    assert schema_problems(memory.db.conn) == []
+    assert [m for (m,) in memory.db.conn.execute("SELECT name FROM _migrations")] == \
+        [m.__name__ for m in MIGRATIONS]
 
 
 @pytest.mark.parametrize("path", [":memory:", Path(":memory:"), Path("./:memory:")])
