@@ -36,10 +36,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def corpus_paths(corpus: Path) -> list[Path]:
-    return sorted(corpus.glob("cassettes/*.jsonl.gz")) or sorted(corpus.rglob("*.jsonl.gz"))
-
-
 def child(paths: list[Path]) -> None:
     """Replay each cassette into a store in memory (run in the counted process)."""
     from vcrime_audit.cassette import Cassette, RecordMode
@@ -87,9 +83,11 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("error: valgrind is not installed; fix: apt-get install -y valgrind")
+    from bench_replay_layers import run_cassettes
+
     from vcrime_audit.cassette import Cassette, RecordMode
 
-    runs = [p for p in corpus_paths(args.corpus) if "initial_world" in Cassette(p, RecordMode.none).meta]
+    runs = run_cassettes(args.corpus)
     if len(runs) < 2:
         raise SystemExit(f"error: {args.corpus}: fewer than 2 run cassettes; fix: record a corpus with "
                          "benchmarks/make_study.py --out DIR --attackers 1 --seeds 3")

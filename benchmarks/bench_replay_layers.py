@@ -2,9 +2,9 @@
 
     python benchmarks/bench_replay_layers.py [CORPUS] [--runs 20] [--rounds 3]
 
-CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz`` or ``CORPUS/*.jsonl.gz``),
+CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz``, else any under it),
 e.g. one ``benchmarks/make_study.py --out /tmp/c120 --attackers 1 --seeds 3`` records; by default
-the committed ``cassettes/`` (one demo run). The first ``--runs`` run cassettes (sorted by name;
+the committed ``cassettes/`` (the demo runs). The first ``--runs`` run cassettes (sorted by name;
 others, such as certifications, are left out) are played in this process, each layer timed
 apart, in CPU time of this process, best of ``--rounds``:
 
@@ -144,6 +144,13 @@ def layers(path: Path, template: Path, folder: Path) -> dict[str, float]:
     }
 
 
+def run_cassettes(corpus: Path) -> list[Path]:
+    """The run cassettes of a corpus, sorted by name: ``CORPUS/cassettes/*.jsonl.gz``, else any
+    ``*.jsonl.gz`` under CORPUS (certifications and follow-ups left out)."""
+    found = sorted(corpus.glob("cassettes/*.jsonl.gz")) or sorted(corpus.rglob("*.jsonl.gz"))
+    return [p for p in found if "initial_world" in Cassette(p, RecordMode.none).meta]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, nargs="?", default=ROOT / "cassettes")
@@ -152,8 +159,7 @@ def main() -> None:
     parser.add_argument("--study-calls", type=int, default=STUDY_CALLS,
                         help="Calls of the study the projection is for (default: the 960-run grid).")
     args = parser.parse_args()
-    found = sorted(args.corpus.glob("cassettes/*.jsonl.gz")) or sorted(args.corpus.glob("*.jsonl.gz"))
-    paths = [p for p in found if "initial_world" in Cassette(p, RecordMode.none).meta][:args.runs]
+    paths = run_cassettes(args.corpus)[:args.runs]
     if not paths:
         raise SystemExit(f"error: {args.corpus}: no run cassettes (*.jsonl.gz) in it or in its "
                          "cassettes/ folder")

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from vcrime_audit.cli import app
 from vcrime_audit.store import Store
-from vcrime_audit.store.db import StoreError, integrity_problems
+from vcrime_audit.store.db import StoreError
+from vcrime_audit.store.integrity_check import integrity_problems
 from vcrime_audit.store.migrations import MIGRATIONS
 
 RUN = {"run_id": "r1", "task_id": "t", "status": "won", "turns": 0, "reason": "done",

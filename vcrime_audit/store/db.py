@@ -14,11 +14,8 @@ turn's commit.
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +23,7 @@ import sqlite_utils
 
 from .. import __version__
 from ..canonical import plain_content_hash
+from .connection import IN_MEMORY, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
 
@@ -42,10 +40,6 @@ RUN_TABLES = ("runs", "turns", "calls", "judgments", "patches", "harm")  # writt
 FOLLOWUP_RUN_TABLES = ("rejudged_turns", "annotations", "annotation_results", "interrogations")
 
 
-BUSY_TIMEOUT_S = 30.0
-IN_MEMORY = ":memory:"
-"""What SQLite takes for a database in memory, as a path: never a store's file (its rows would
-be lost on close), only :meth:`Store.in_memory`'s."""
 ROW_ORDER = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge", "patches": "turn, seq",
              "harm": "turn"}
 """The order a run's rows of each table are read in (other tables: as inserted)."""
@@ -53,72 +47,6 @@ ROW_ORDER = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge", 
 
 class StoreError(Exception):
     pass
-
-
-class _Connection(sqlite3.Connection):
-    """A connection whose commits can be held back, so several migrations (each using
-    sqlite-utils, which commits as it goes) form one transaction."""
-
-    hold = False
-
-    def commit(self) -> None:
-        if not self.hold:
-            super().commit()
-
-    def __exit__(self, *exc: Any) -> Any:
-        if self.hold:
-            return False
-        return super().__exit__(*exc)
-
-
-def _set_wal(conn: sqlite3.Connection) -> None:
-    """``PRAGMA journal_mode=WAL``, waiting like a busy timeout: while other processes open the
-    same new file, SQLite answers "database is locked" at once, without its busy handler."""
-    deadline, pause = time.monotonic() + BUSY_TIMEOUT_S, 0.005
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
-
-
-def _connect(path: Path, readonly: bool, in_memory: bool = False) -> sqlite3.Connection:
-    if in_memory:
-        conn = sqlite3.connect(IN_MEMORY, factory=_Connection)
-        with _TEMPLATE_LOCK:
-            _memory_template().backup(conn)
-        return conn
-    if not readonly:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, factory=_Connection)
-        _set_wal(conn)
-        conn.execute("PRAGMA synchronous=NORMAL")
-        return conn
-    # A read-only connection to a WAL store would leave -wal and -shm files behind; when no
-    # writer has the store open (no -wal file) it is opened as immutable, which creates nothing.
-    idle = not Path(f"{path}-wal").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if idle else "")
-    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, factory=_Connection)
-
-
-_TEMPLATE_LOCK = threading.Lock()
-
-
-@cache
-def _memory_template() -> sqlite3.Connection:
-    """An empty store in memory, its tables made by the migrations once per process: a new store
-    in memory is a copy of it (SQLite's backup, ~0.1 ms), not made table by table again (~2 ms,
-    once per run ``verify`` re-derives). Only one thread uses it at a time (``_TEMPLATE_LOCK``)."""
-    conn = sqlite3.connect(IN_MEMORY, factory=_Connection, check_same_thread=False)
-    migrate(sqlite_utils.Database(conn))
-    conn.commit()
-    problems = schema_problems(conn)
-    if problems:  # the migrations and the schema they are checked against disagree: a bug here
-        raise StoreError(f"the migrations make a store that fails its own schema check: {problems[0]}")
-    return conn
 
 
 def _is_file(path: Path) -> bool:
@@ -161,7 +89,7 @@ class Store:
                 raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
                                  "point --db at a writable place") from None
         try:
-            self.db = sqlite_utils.Database(_connect(self.path, readonly, self._memory))
+            self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
             # one read snapshot: another process may commit a new store's schema in between
             self.db.conn.execute("BEGIN")
             try:
@@ -371,35 +299,4 @@ def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_T
     return plain_content_hash(trajectory_rows(store, run_id, tables))
 
 
-def integrity_check_lines(conn: sqlite3.Connection) -> list[str]:
-    """``PRAGMA integrity_check``'s findings, each a line ("integrity_check: ..."); none if sound."""
-    return [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
-            if row[0] != "ok"]
-
-
-def integrity_problems(store: Store | Path | str) -> list[str]:
-    """What is wrong with a store file: SQLite's ``PRAGMA integrity_check`` and foreign-key
-    check, unknown (newer) migrations, missing tables or columns. Empty when it is sound."""
-    path = store.path if isinstance(store, Store) else Path(store)
-    try:
-        conn = store.db.conn if isinstance(store, Store) else _connect(path, readonly=True)
-    except sqlite3.DatabaseError as exc:
-        return [f"{path}: cannot be opened ({exc})"]
-    try:
-        problems = integrity_check_lines(conn)
-        problems += [f"foreign_key_check: {table} row {rowid} points at a missing {parent} row"
-                     for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
-        try:
-            pending_migrations(applied_migrations(conn))
-        except NewerSchemaError as exc:
-            problems.append(f"schema: migration(s) {exc} unknown to version {__version__}")
-        problems += schema_problems(conn)
-    except sqlite3.DatabaseError as exc:
-        problems = [f"not a usable SQLite store ({exc})"]
-    finally:
-        if not isinstance(store, Store):
-            conn.close()
-    return problems
-
-
-__all__ = ["Store", "StoreError", "integrity_problems", "turn_rows_hash"]
+__all__ = ["Store", "StoreError", "turn_rows_hash"]

@@ -1,12 +1,49 @@
-"""SQLite's integrity check of a store, run beside other work and stoppable."""
+"""What is wrong with a store file: SQLite's integrity check (run beside other work and
+stoppable) and the schema's."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .db import Store, integrity_check_lines
+from .. import __version__
+from .connection import connect
+from .db import Store
+from .migrations import NewerSchemaError, applied_migrations, pending_migrations
+from .schema import schema_problems
+
+
+def integrity_check_lines(conn: sqlite3.Connection) -> list[str]:
+    """``PRAGMA integrity_check``'s findings, each a line ("integrity_check: ..."); none if sound."""
+    return [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
+            if row[0] != "ok"]
+
+
+def integrity_problems(store: Store | Path | str) -> list[str]:
+    """What is wrong with a store file: SQLite's ``PRAGMA integrity_check`` and foreign-key
+    check, unknown (newer) migrations, missing tables or columns. Empty when it is sound."""
+    path = store.path if isinstance(store, Store) else Path(store)
+    try:
+        conn = store.db.conn if isinstance(store, Store) else connect(path, readonly=True)
+    except sqlite3.DatabaseError as exc:
+        return [f"{path}: cannot be opened ({exc})"]
+    try:
+        problems = integrity_check_lines(conn)
+        problems += [f"foreign_key_check: {table} row {rowid} points at a missing {parent} row"
+                     for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
+        try:
+            pending_migrations(applied_migrations(conn))
+        except NewerSchemaError as exc:
+            problems.append(f"schema: migration(s) {exc} unknown to version {__version__}")
+        problems += schema_problems(conn)
+    except sqlite3.DatabaseError as exc:
+        problems = [f"not a usable SQLite store ({exc})"]
+    finally:
+        if not isinstance(store, Store):
+            conn.close()
+    return problems
 
 
 class IntegrityCheck:
