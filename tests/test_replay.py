@@ -1,6 +1,8 @@
 """The committed cassette (recorded with the real embedded model) replays byte for byte."""
 
 import asyncio
+import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -11,8 +13,11 @@ import pytest
 from tests.committed import CERTIFY, DEMO_RUN
 from vcrime_audit.agents import prompting
 from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
+from vcrime_audit.cassette.persist import record_line
+from vcrime_audit.rowdigest import row_digest
 from vcrime_audit.runner import replay
 from vcrime_audit.store import Store, turn_rows_hash
+from vcrime_audit.store.db import trajectory_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = [DEMO_RUN]
@@ -111,3 +116,36 @@ def test_a_replay_that_fails_keeps_the_turns_before_the_failure(cassette_path, t
     run = store.runs()[0]
     assert run["status"] == "crashed" and "CassetteMiss" in run["reason"]
     assert [row["turn"] for row in store.rows("turns", run["run_id"])] == [1, 2]
+
+
+def test_a_replay_identical_to_its_recording_keeps_the_recorded_row_digest(cassette_path, tmp_path):
+    """The digest a replay reports is the one a fresh reading of its rows gives: taken from the
+    recording only when the rows hash alike (``runner.recorded_digest``)."""
+    recorded = Cassette(cassette_path, RecordMode.none)
+    outcome = asyncio.run(replay(cassette_path, tmp_path / "r.sqlite"))
+    fresh = row_digest(trajectory_rows(Store(tmp_path / "r.sqlite"), outcome.run_id))
+    assert outcome.identical and outcome.check.actual_digest == fresh == recorded.summary["rows"]
+
+
+@pytest.mark.parametrize("summary_edit", ["hash", "digest", "both"])
+def test_a_replay_whose_rows_differ_from_the_summary_makes_its_own_digest(cassette_path, tmp_path,
+                                                                          summary_edit):
+    """A summary (checksummed again, so the cassette reads) whose rows hash or digest the replay
+    does not reproduce: the replay's digest is made from its rows, and it says where they differ."""
+    lines = gzip.decompress(cassette_path.read_bytes()).decode().splitlines()
+    summary = json.loads(lines[-1])
+    del summary["checksum"]
+    if summary_edit in ("hash", "both"):
+        summary["turn_rows_hash"] = "0" * 32
+    if summary_edit in ("digest", "both"):
+        summary["rows"] = {"columns": {}, "units": {}}
+    edited = tmp_path / cassette_path.name
+    edited.write_bytes(gzip.compress(("\n".join([*lines[:-1], record_line(summary)]) + "\n").encode()))
+    outcome = asyncio.run(replay(edited, tmp_path / "r.sqlite"))
+    fresh = row_digest(trajectory_rows(Store(tmp_path / "r.sqlite"), outcome.run_id))
+    kept = summary_edit == "digest"
+    assert outcome.identical is kept
+    assert outcome.check.actual_digest == (summary["rows"] if kept else fresh)
+    if not kept:
+        assert outcome.check.where == ("rows agree; the run's own fields differ" if summary_edit == "hash"
+                                       else "table turns: not in the recording")

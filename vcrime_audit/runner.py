@@ -139,7 +139,7 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
         await recorder.aclose()
     final = last.world_after if last and last.world_after else world
     digest, rows_digest = (await store.read_off_loop(lambda s: _row_hashes(s, run_id))
-                           if cassette.recording else _row_hashes(store, run_id))
+                           if cassette.recording else _row_hashes(store, run_id, cassette))
     status, reason = (last.status, last.reason) if last else (MAX_TURNS, "no turn played")
     turns = last.turn if last else 0
     check = await recorder.finish_off_loop(
@@ -151,12 +151,30 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
                       recorder.backend.model_calls, recorder.backend.replayed, check)
 
 
-def _row_hashes(store: Store, run_id: str) -> tuple[str, dict[str, Any]]:
+def _row_hashes(store: Store, run_id: str, replayed: Cassette | None = None
+                ) -> tuple[str, dict[str, Any]]:
     """The run's rows read back and hashed (its ``turn_rows_hash`` and row digest): ~10 ms for a
     30-turn run, which a recording job does on the store's writer thread, so the event loop
-    keeps serving the other runs when many end at once."""
+    keeps serving the other runs when many end at once. ``replayed``: the cassette a replay
+    plays (:func:`recorded_digest`)."""
     rows = trajectory_rows(store, run_id)
-    return plain_content_hash(rows), row_digest(rows)
+    digest = plain_content_hash(rows)
+    kept = recorded_digest(replayed, digest)
+    return digest, kept if kept is not None else row_digest(rows)
+
+
+def recorded_digest(replayed: Cassette | None, digest: str) -> dict[str, Any] | None:
+    """The row digest a format-2 cassette's summary recorded with ``digest`` as its
+    ``turn_rows_hash``: the digest of the very rows hashed (rows that hash alike are the same
+    rows), which a replay therefore need not make again. A digest is only read to say where rows
+    differ from the recording's (``ReplayCheck.where``), and its definition may change between
+    versions: a replay whose rows differ, a recording and an upgrade of a format-1 cassette make
+    their own."""
+    if replayed is None or replayed.recording or replayed.format < 2 or replayed.summary is None:
+        return None
+    recorded = replayed.summary
+    kept = recorded.get("rows")
+    return kept if recorded.get("turn_rows_hash") == digest and isinstance(kept, dict) else None
 
 
 def _roles(config: RunConfig, entries: dict[str, ModelEntry]) -> Roles:
