@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .rowdigest import first_difference
@@ -12,15 +12,19 @@ IDENTICAL, DIFFERENT, UNVERIFIED, RECORDED = "identical", "different", "unverifi
 
 @dataclass
 class ReplayCheck:
+    """Its repr leaves out the row digests and summaries (tens of KB for a long run): ``asyncio.run``
+    on the main thread writes the repr of its task, and so of the job's outcome, each time it
+    looks up its own SIGINT handler (CPython 3.11, ``signal.getsignal`` of a ``functools.partial``)."""
+
     hash_field: str
     """The summary field holding the rows hash (``turn_rows_hash`` or ``rows_hash``)."""
     actual_hash: str
-    actual_digest: dict[str, Any]
-    recorded: dict[str, Any] | None
+    actual_digest: dict[str, Any] = field(repr=False)
+    recorded: dict[str, Any] | None = field(repr=False)
     """The summary the cassette held before this job ran (``None``: it had none)."""
-    recording: bool
+    recording: bool = field()
     """Whether this job recorded (and so wrote a new summary)."""
-    summary: dict[str, Any]
+    summary: dict[str, Any] = field(repr=False)
     """The summary this job wrote, or would have written had it recorded."""
 
     @property
