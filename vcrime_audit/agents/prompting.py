@@ -28,8 +28,12 @@ def render(template: str, **context: Any) -> str:
 @lru_cache(maxsize=256)
 def _template(env: jinja2.Environment, template: str) -> jinja2.Template:
     """``env.get_template``, looked up once per template folder (it checks its cache's key and
-    the template's globals on every call)."""
-    return env.get_template(f"{template}.j2")
+    the template's globals on every call), with its globals as a plain dict: each render copies
+    them, and Jinja keeps them as a ``ChainMap`` over the environment's, which is copied in
+    Python (4.3 of a render's ~14 us). Nothing adds globals to the environment once made."""
+    loaded = env.get_template(f"{template}.j2")
+    loaded.globals = dict(loaded.globals)
+    return loaded
 
 
 def render_constant(template: str, **constants: Any) -> str:
