@@ -102,13 +102,14 @@ def _view_made_afresh(world: WorldState) -> str:
     from vcrime_audit.agents import render
     from vcrime_audit.memo import IdentityMemo
 
-    kept = render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS
+    kept = render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS, render._NPCS
     render._VIEWS, render._BODIES, render._LOCATIONS = IdentityMemo(8), IdentityMemo(8), IdentityMemo(8)
+    render._NPCS = IdentityMemo(8)
     render._SECTIONS = {make: IdentityMemo(8) for make in kept[2]}
     try:
         return full_view(world)
     finally:
-        render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS = kept
+        render._VIEWS, render._BODIES, render._SECTIONS, render._LOCATIONS, render._NPCS = kept
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -125,3 +126,9 @@ def test_the_full_view_kept_per_world_table_and_object_never_goes_stale(demo_wor
         assert full_view(world) == _view_made_afresh(world)
     other_map = world.model_copy(update={"edges": world.edges[1:], "turn": world.turn + 1})
     assert full_view(other_map) == _view_made_afresh(other_map), "the edges are part of the view"
+    for later in data.draw(st.lists(st.integers(1, 3000), max_size=3)):
+        at = world.model_copy(update={"globals": world.globals.model_copy(
+            update={"minutes": world.globals.minutes + later})})
+        assert at.npcs is world.npcs and full_view(at) == _view_made_afresh(at), "the clock is too"
+    started = world.model_copy(update={"globals": world.globals.model_copy(update={"start_clock": "03:15"})})
+    assert full_view(started) == _view_made_afresh(started), "and the clock's start"

@@ -126,14 +126,32 @@ def _full_view(world: WorldState) -> str:
              f"{g.start_clock}); weather {g.weather}; alarm level {g.alarm_level}/3; "
              f"turn {world.turn}.", "", "Locations:", *_locations_section(world)]
     lines += ["", "Crew members:", *_section(world.members, _members)]
-    lines += ["", "People (NPCs):"]
-    lines += [_body(n, _npc_body) + _schedule(n, world) for n in world.npcs.values()]
+    lines += ["", "People (NPCs):", *_npcs_section(world)]
     lines += ["", "Things:", *_section(world.entities, _entities)]
     if world.events:
         lines += ["", "Scenario events:", *_section(world.events, _events)]
     lines += ["", "Progress checkpoints:", *_section(world.checkpoints, _checkpoints)]
     lines += ["", "Critical failures:", *_section(world.failures, _failures)]
     return "\n".join(lines)
+
+
+_NPCS: IdentityMemo[dict[tuple[int, str], list[str]]] = IdentityMemo(1024)
+
+
+def _npcs_section(world: WorldState) -> list[str]:
+    """The NPCs' lines (each with its schedule's next entry), made once per table of NPCs and
+    clock: a turn's Judge and World Manager phases see one or two clocks and mostly one table."""
+    g = world.globals
+    by_clock = _NPCS.get(world.npcs, dict)
+    clock = (g.minutes, g.start_clock)
+    lines = by_clock.get(clock)
+    if lines is None:
+        lines = by_clock[clock] = _npcs(world)
+    return lines
+
+
+def _npcs(world: WorldState) -> list[str]:
+    return [_body(n, _npc_body) + _schedule(n, world) for n in world.npcs.values()]
 
 
 def _section(table: dict[str, Any], make: Callable[[dict[str, Any]], list[str]]) -> list[str]:
