@@ -24,6 +24,7 @@ from .patch import (
     PHASES,
     AdvanceClock,
     Note,
+    PatchResult,
     SetAttacker,
     SetStatus,
     apply_ops,
@@ -98,9 +99,15 @@ def termination(world: WorldState, limits: EpisodeLimits) -> tuple[str, str]:
     return RUNNING, ""
 
 
-def _describe(op: Any) -> str:
-    fields = {k: v for k, v in op.model_dump().items() if k != "op"}
-    return f"{op.op} " + ", ".join(f"{k}={v}" for k, v in fields.items())
+def _describe(op: dict[str, Any]) -> str:
+    """An applied operation (its fields, dumped) as the later phases' prompts name it."""
+    return f"{op['op']} " + ", ".join(f"{k}={v}" for k, v in op.items() if k != "op")
+
+
+def _patch_rows(phase: str, source: str, result: PatchResult) -> list[PatchRow]:
+    """The applied operations, then the dropped ones with their reasons, each dumped once."""
+    return ([PatchRow(phase, source, op.model_dump(), True) for op in result.applied]
+            + [PatchRow(phase, source, op.model_dump(), False, why) for op, why in result.dropped])
 
 
 class Engine:
@@ -143,9 +150,7 @@ class Engine:
     def _engine_ops(self, world: WorldState, rec: TurnRecord, ops: list[Any],
                     turn_start: dict[str, str] | None = None) -> WorldState:
         result = apply_ops(world, ops, "engine", turn_start)
-        rec.patches += [PatchRow("engine", "engine", op.model_dump(), True) for op in result.applied]
-        rec.patches += [PatchRow("engine", "engine", op.model_dump(), False, why)
-                        for op, why in result.dropped]
+        rec.patches += _patch_rows("engine", "engine", result)
         return result.world
 
     async def _attacker(self, world: WorldState, seed: int, rec: TurnRecord) -> WorldState:
@@ -192,9 +197,8 @@ class Engine:
                 rec.phase_errors.append(f"{phase}: {exc}")
                 continue
             result = apply_ops(world, world_manager.parse_ops(output), phase, turn_start)
-            rec.patches += [PatchRow(phase, "world_manager", op.model_dump(), True) for op in result.applied]
-            rec.patches += [PatchRow(phase, "world_manager", op.model_dump(), False, why)
-                            for op, why in result.dropped]
-            earlier += [_describe(op) for op in result.applied]
+            rows = _patch_rows(phase, "world_manager", result)
+            rec.patches += rows
+            earlier += [_describe(row.op) for row in rows[:len(result.applied)]]
             world = result.world
         return world
