@@ -22,7 +22,7 @@ class ReplayCheck:
     actual_digest: dict[str, Any] = field(repr=False)
     recorded: dict[str, Any] | None = field(repr=False)
     """The summary the cassette held before this job ran (``None``: it had none)."""
-    recording: bool = field()
+    recording: bool
     """Whether this job recorded (and so wrote a new summary)."""
     summary: dict[str, Any] = field(repr=False)
     """The summary this job wrote, or would have written had it recorded."""
