@@ -199,6 +199,6 @@ class Engine:
             result = apply_ops(world, world_manager.parse_ops(output), phase, turn_start)
             rows = _patch_rows(phase, "world_manager", result)
             rec.patches += rows
-            earlier += [_describe(row.op) for row in rows[:len(result.applied)]]
+            earlier += [_describe(row.op) for row in rows if row.applied]
             world = result.world
         return world

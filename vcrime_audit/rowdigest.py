@@ -96,7 +96,7 @@ def first_difference(recorded: dict[str, Any] | None, actual: dict[str, Any]) ->
 def compare_tables(expected: dict[str, list[dict[str, Any]]],
                    actual: dict[str, list[dict[str, Any]]]) -> str:
     """The first table, unit and column where ``actual`` departs from ``expected`` ('' if none)."""
-    if all(_written_alike(rows, actual.get(table, [])) for table, rows in expected.items()):
+    if all(_tables_agree(rows, actual.get(table, [])) for table, rows in expected.items()):
         return ""
     return _walk_tables(expected, actual)
 
@@ -120,7 +120,7 @@ def _walk_tables(expected: dict[str, list[dict[str, Any]]],
     return ""
 
 
-def _written_alike(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> bool:
+def _tables_agree(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> bool:
     """Whether two tables' rows, volatile columns left out, are equal and written alike by
     orjson: then :func:`compare_tables` finds no difference in them, and is not asked (it walks
     every value in Python). Equal values written alike have the same canonical JSON: orjson
@@ -132,7 +132,7 @@ def _written_alike(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> boo
     the same (a store keeps no NaN; a row holds no infinity)."""
     if len(want) != len(got):
         return False
-    want, got = _stable(want), _stable(got)
+    want, got = _without_volatile(want), _without_volatile(got)
     if want != got:
         return False
     try:
@@ -141,7 +141,7 @@ def _written_alike(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> boo
         return False
 
 
-def _stable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _without_volatile(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows without their :data:`VOLATILE` columns (copied only where a row has one)."""
     return [row if VOLATILE.isdisjoint(row) else {k: v for k, v in row.items() if k not in VOLATILE}
             for row in rows]
