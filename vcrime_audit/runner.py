@@ -25,6 +25,7 @@ from .scenario import initial_world, load_task
 from .statuses import MAX_TURNS
 from .store import Store
 from .store.db import trajectory_rows
+from .store.rows import turn_rows
 from .world import WorldState
 
 
@@ -121,7 +122,7 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
     commits = TurnCommits(recorder)
 
     async def on_turn(record: TurnRecord) -> None:
-        await commits.add(lambda s: s.write_turn(run_id, record, roles.judge.name),
+        await commits.add(_turn_write(run_id, record, roles.judge.name, cassette.recording),
                           None if observer is None else lambda: observer(run_id, record))
 
     try:
@@ -149,6 +150,19 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
          "rows": rows_digest}, "turn_rows_hash")
     return RunOutcome(run_id, status, reason, turns, store.path, cassette.path, digest,
                       recorder.backend.model_calls, recorder.backend.replayed, check)
+
+
+def _turn_write(run_id: str, record: TurnRecord, judge_model: str, recording: bool
+                ) -> Callable[[Store], None]:
+    """How a turn's rows reach the store. A recording makes them on the store's writer thread,
+    off the event loop that sends the calls. A replay makes them at once, before the transaction
+    that inserts them (:class:`recorder.TurnCommits` commits 16 turns to one): the write lock is
+    then held only for the inserts, not for making 15 turns' rows, and processes replaying into
+    one store (``study --replay --processes``) wait less for each other."""
+    if recording:
+        return lambda s: s.write_turn(run_id, record, judge_model)
+    rows = turn_rows(run_id, record, judge_model)
+    return lambda s: s.insert_turn_rows(run_id, record.turn, rows)
 
 
 def _row_hashes(store: Store, run_id: str, replayed: Cassette | None = None

@@ -197,10 +197,15 @@ class Store:
         stays ``running`` until the run's finish writes its outcome with its hashes."""
         from .rows import turn_rows  # the agents and the lexicon: not imported by a store that reads
 
-        rows = turn_rows(run_id, record, judge_model)
+        self.insert_turn_rows(run_id, record.turn, turn_rows(run_id, record, judge_model))
+
+    def insert_turn_rows(self, run_id: str, turn: int, rows: dict[str, list[dict[str, Any]]]) -> None:
+        """:meth:`write_turn` of rows already made (``store.rows.turn_rows``): what a replay
+        commits, its rows made before the transaction so that the write lock, which processes
+        replaying into one store share, is held only while they are inserted."""
         for table in RUN_TABLES[1:]:
             self._insert(table, rows[table])
-        self.db.conn.execute("UPDATE runs SET turns = ? WHERE run_id = ?", [record.turn, run_id])
+        self.db.conn.execute("UPDATE runs SET turns = ? WHERE run_id = ?", [turn, run_id])
 
     def commit_turn(self, run_id: str, record: TurnRecord, judge_model: str) -> None:
         """:meth:`write_turn` in its own transaction."""
