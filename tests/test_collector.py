@@ -122,3 +122,25 @@ def test_no_collection_at_exit_leaves_the_last_objects_to_the_os(mode):
     assert done.returncode == 0, done.stderr
     expected = ["done"] if mode == "skip" else ["done", "finalized", "finalized"]
     assert done.stdout.split() == expected
+
+
+OFF_SCRIPT = """
+import gc
+from vcrime_audit.collector import collector_off_in_this_process, collector_off_while_runs_play
+
+collector_off_in_this_process()
+with collector_off_while_runs_play():
+    pass
+print(gc.isenabled())
+"""
+
+
+def test_a_process_whose_collector_is_off_keeps_it_off_after_runs_play():
+    """A verifying worker (collector_off_in_this_process) plays slices of runs, each a block of
+    collector_off_while_runs_play: the block's end must not turn the collector on again."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", OFF_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]

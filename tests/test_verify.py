@@ -155,6 +155,37 @@ def test_runs_verified_in_two_processes_give_the_same_verdicts_in_order(three_ru
     assert code == 2 and "Traceback" not in out and "--workers" in out, out
 
 
+def cyclic_garbage_of_a_verifying_process(db: Path, runs: int) -> list[str]:
+    """Types of the objects in reference cycles that a verifying worker's share of ``runs`` runs
+    leaves (``verify._verify_runs``: what its collector, off for the process's life, never frees)."""
+    import gc
+
+    from vcrime_audit.store import Store
+    from vcrime_audit.verify import _verify_runs
+
+    store = Store(db)
+    run_ids = [r["run_id"] for r in store.runs()][:runs]
+    store.close()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage, not freed
+    try:
+        found = _verify_runs(str(db), [str(CASSETTES), str(CASSETTES / "study-demo")], run_ids)
+        gc.collect()
+        assert [v.state for v in found] == ["verified"] * runs
+        return sorted(type(o).__name__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_verifying_runs_leaves_no_reference_cycles(three_runs):
+    """``verify --workers`` keeps each worker's collector off (collector_off_in_this_process): a
+    verified run that left cycles would grow a worker's memory with every run it verifies."""
+    cyclic_garbage_of_a_verifying_process(three_runs, 3)  # imports, schemas, the lexicon: once
+    assert cyclic_garbage_of_a_verifying_process(three_runs, 3) == \
+        cyclic_garbage_of_a_verifying_process(three_runs, 1)
+
+
 def test_a_verified_run_is_re_derived_in_memory_and_writes_no_file(three_runs):
     verifier = Verifier([CASSETTES, CASSETTES / "study-demo"])
     try:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from .cassette.persist import cassette_exists, journal_path
-from .collector import collector_off_while_runs_play
+from .collector import collector_off_in_this_process, collector_off_while_runs_play
 from .identity import IDENTICAL
 from .recorder import writer_alive
 from .rowdigest import compare_tables
@@ -188,7 +188,8 @@ class Verifier:
 
         search = [str(p) for p in self.search]
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(self.workers, mp_context=context,
+                                 initializer=collector_off_in_this_process) as pool:
             futures = [pool.submit(_verify_runs, str(db), search, chunk)
                        for chunk in _chunks(run_ids, self.workers * CHUNKS_PER_WORKER)]
             try:
