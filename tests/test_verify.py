@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests import committed
@@ -234,3 +236,21 @@ def test_an_integrity_check_reports_or_stops_when_cancelled(tmp_path):
     check.cancel()
     with pytest.raises((CancelledError, sqlite3.OperationalError), match="^$|interrupted"):
         check.result()
+
+
+@given(st.integers(0, 3000), st.integers(1, 8))
+def test_slices_keep_the_runs_in_order_and_shrink_towards_the_end(count, workers):
+    """verify._slices: every run once, in the store's order; no slice larger than the first; and
+    the last ones small, so that no process is left verifying a large slice alone."""
+    from vcrime_audit.verify import CHUNKS_PER_WORKER, _slices
+
+    runs = [f"r{i}" for i in range(count)]
+    slices = _slices(runs, workers)
+    assert [run for part in slices for run in part] == runs
+    sizes = [len(part) for part in slices]
+    assert all(sizes) and sizes == sorted(sizes, reverse=True)
+    assert not sizes or sizes[0] == max(1, -(-count // (workers * CHUNKS_PER_WORKER)))
+    left = count
+    for size in sizes:  # each slice at most a quarter per worker of what was left (or one run)
+        assert size <= max(1, -(-left // (2 * workers)))
+        left -= size
