@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_study import bytecode_state  # noqa: E402
+
 READ_ALL = """
 import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1])
@@ -102,7 +105,7 @@ def main() -> None:
               f"(all wall: {', '.join(f'{w:.2f}' for w, _ in audits)})")
         print("  " + next((line for line in out.splitlines() if line.startswith("seconds:")), ""))
         print(f"audit/read ratio {audit / read:.2f} wall, {audit_cpu / read_cpu:.2f} CPU (target <= 3 "
-              f"wall); {load_average()}")
+              f"wall); {load_average()}; {bytecode_state()}")
         if args.details:
             details(path, args.resamples, Path(tmp) / "report-details")
 
