@@ -16,7 +16,8 @@ LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-2**200, 2**20
           | st.sampled_from([5e-324, -0.0, 1e308, 2**63, -2**63 - 1, 2**64]) | TEXT)
 DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)
                     | st.dictionaries(TEXT, inner, max_size=5), max_leaves=30)
-JSON_CHARS = st.sampled_from(list('{}[]",:.-+eE0123456789 \t\nabcdefnrtluINaNInfinity\\') + ["\\u", "ud800"])
+JSON_CHARS = st.sampled_from(list('{}[]",:.-+eE0123456789 \t\nabcdefnrtluINaNInfinity\\\x00\x1f')
+                             + ["\\u", "ud800"])
 
 
 def same(a, b) -> bool:
@@ -32,24 +33,27 @@ def same(a, b) -> bool:
     return a == b
 
 
-def outcome(text: str):
+def outcome(text: str, strict: bool):
     try:
-        return "ok", parse_json(text)
+        return "ok", parse_json(text, strict)
     except (ValueError, RecursionError) as exc:
-        return "error", type(exc)
+        return "error", type(exc), str(exc)
 
 
-def expected(text: str):
+def expected(text: str, strict: bool):
     try:
-        return "ok", json.loads(text)
+        return "ok", json.loads(text, strict=strict)
     except (ValueError, RecursionError) as exc:
-        return "error", type(exc)
+        return "error", type(exc), str(exc)
 
 
 def check(text: str) -> None:
-    got, want = outcome(text), expected(text)
-    assert got[0] == want[0], text
-    assert same(got[1], want[1]) if got[0] == "ok" else got[1] is want[1], text
+    """The same value, or the same error with the same message (a model's answer that is not
+    JSON is stored with it), as ``json.loads`` with and without ``strict``."""
+    for strict in (True, False):
+        got, want = outcome(text, strict), expected(text, strict)
+        assert got[0] == want[0], (text, strict)
+        assert same(got[1], want[1]) if got[0] == "ok" else got[1:] == want[1:], (text, strict)
 
 
 @settings(max_examples=500, deadline=None)
@@ -72,6 +76,7 @@ def test_every_number_literal_is_rounded_the_same(literal):
 
 @pytest.mark.parametrize("text", [
     '{"a":1,"b":2,"a":3}', '"\\ud800"', '"\\udc00\\ud800"', "NaN", "-Infinity", "[1e400]",
-    "1" * 4300, "1" * 4301, "[" * 5000 + "]" * 5000, '"\\u0000"', '"tab\there"', "[1,]", "01", " 1 "])
+    "1" * 4300, "1" * 4301, "[" * 5000 + "]" * 5000, '"\\u0000"', '"tab\there"', '"nul\x00"',
+    '{"a":"line\nbreak"}', "[1,]", "01", " 1 "])
 def test_the_edges_read_as_the_standard_library_reads_them(text):
     check(text)

@@ -8,16 +8,17 @@ from typing import Any
 import pydantic_core
 
 
-def parse_json(text: str) -> Any:
-    """``json.loads(text)``: the same values, and the same errors.
+def parse_json(text: str, strict: bool = True) -> Any:
+    """``json.loads(text, strict=strict)``: the same values, and the same errors.
 
     pydantic-core's parser reads what the standard library reads (duplicate keys keep the last
     value in the first key's place; ``NaN`` and ``Infinity``; integers of any size up to Python's
     4,300-digit limit; floats correctly rounded) about twice as fast. Whatever it refuses (a lone
-    surrogate, escaped as ``"\\ud800"`` or not; invalid JSON; nesting too deep; an integer too
-    long) is parsed again by the standard library, which returns its value or raises its own error.
+    surrogate, escaped as ``"\\ud800"`` or not; a control character in a string, which
+    ``strict=False`` lets through; invalid JSON; nesting too deep; an integer too long) is parsed
+    again by the standard library, which returns its value or raises its own error.
     """
     try:
         return pydantic_core.from_json(text)
     except (ValueError, TypeError):
-        return json.loads(text)
+        return json.loads(text, strict=strict)

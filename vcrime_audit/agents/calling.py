@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..backends.base import GenerateRequest, Message, ModelBackend
+from ..jsonparse import parse_json
 from ..models import ModelEntry
 
 T = TypeVar("T", bound=BaseModel)
@@ -61,7 +62,7 @@ def _problem(text: str, finish_reason: str, output_model: type[T],
     if finish_reason == "length":
         return None, "output truncated at max_tokens"
     try:
-        parsed = output_model.model_validate(json.loads(text, strict=False))
+        parsed = output_model.model_validate(parse_json(text, strict=False))
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at char {exc.pos})"
     except ValidationError as exc:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..backends.base import BackendError, GenerateRequest, GenerateResult, ModelBackend
+from ..jsonparse import parse_json
 from ..scrub import scrub_obj, scrub_text
 from ..slices import take_turn
 from .cassette import Cassette
@@ -13,7 +14,7 @@ from .cassette import Cassette
 
 def parse_json_or_none(text: str) -> Any:
     try:
-        return json.loads(text, strict=False)
+        return parse_json(text, strict=False)
     except (json.JSONDecodeError, RecursionError):
         return None
 
