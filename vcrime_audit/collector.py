@@ -66,11 +66,12 @@ def collector_off_while_runs_play() -> Iterator[None]:
 
 def collector_off_in_this_process() -> None:
     """The cycle collector off for the rest of this process: for worker processes that only play
-    runs, a slice at a time (``verify --workers``). Each slice is a block of
-    :func:`collector_off_while_runs_play`, and the collector's pass as each ended walked every
-    object the slice left alive (what the memos keep for the next slice) and found nothing to
-    free: ~2 % of a verifying process's CPU (py-spy). Replays leave no cycles
-    (``tests/test_verify.py`` counts them), and the process ends with its share."""
+    runs and end with their share (``study --processes``, ``verify --workers``). Their runs play
+    in blocks of :func:`collector_off_while_runs_play` (a verifying worker's, a slice at a
+    time), and the collector's pass as each block ended walked every object left alive (what the
+    memos keep) and found nothing to free: ~2 % of a verifying process's CPU, and ~0.3 s at the
+    end of a study's worker, just before it exits (py-spy). Runs leave no cycles
+    (``tests/test_study.py`` and ``tests/test_verify.py`` count them)."""
     gc.disable()
 
 

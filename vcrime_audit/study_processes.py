@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends.base import ModelBackend
+from .collector import collector_off_in_this_process
 from .runner import RunConfig, RunOutcome
 from .store import Store
 from .study import StudyConfig, StudyProgress, grid, play_runs, unfinished
@@ -140,6 +141,7 @@ def study_worker(task: WorkerTask,
                  play: Callable[[WorkerTask], Awaitable[StudyProgress]] = play_share) -> None:
     """A worker process's entry point (``play``: :func:`play_share`, or a benchmark's wrapper of
     it; a ``functools.partial`` of this function with it is a valid ``worker``)."""
+    collector_off_in_this_process()
     try:
         progress = asyncio.run(play(task))
     except KeyboardInterrupt:
