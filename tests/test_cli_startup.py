@@ -29,3 +29,24 @@ def test_the_audit_command_imports_nothing_that_only_writing_needs():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+SECTIONS_NEED_NONE_OF = ("vcrime_audit.cassette", "vcrime_audit.determinism", "vcrime_audit.certify.bounds",
+                         "vcrime_audit.certify.distributions", "vcrime_audit.certify.graph",
+                         "vcrime_audit.certify.embedders")
+"""What the audit's sections from other workflows (certifications, determinism checks) do not
+read: the cassette and backend code that sends recorded calls again, and certify's building
+blocks (~27 ms of the audit's start)."""
+
+
+def test_the_audit_reads_other_workflows_sections_without_their_code(tmp_path):
+    from vcrime_audit.store import Store
+
+    db = tmp_path / "store.sqlite"
+    Store(db).close()
+    code = ("import sys\nfrom pathlib import Path\nfrom vcrime_audit.audit.report import other_sections\n"
+            f"assert other_sections(Path({str(db)!r}))\n"
+            f"print(','.join(m for m in {SECTIONS_NEED_NONE_OF!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

@@ -251,6 +251,6 @@ def test_slices_keep_the_runs_in_order_and_shrink_towards_the_end(count, workers
     assert all(sizes) and sizes == sorted(sizes, reverse=True)
     assert not sizes or sizes[0] == max(1, -(-count // (workers * CHUNKS_PER_WORKER)))
     left = count
-    for size in sizes:  # each slice at most a quarter per worker of what was left (or one run)
+    for size in sizes:  # each slice at most half of each worker's share of what was left (or one run)
         assert size <= max(1, -(-left // (2 * workers)))
         left -= size

@@ -105,9 +105,9 @@ verdicts are shown when it ends (of the 960-run corpus: 30 runs, ~3 s)."""
 def _slices(items: list[str], workers: int) -> list[list[str]]:
     """Contiguous slices, in order, for ``workers`` processes that each take the next one when
     they are done: :data:`CHUNKS_PER_WORKER` slices per worker, and, once fewer runs are left
-    than two such slices per worker, a quarter of what is left per worker each time (at least
-    one run). A process that takes the last slice then finishes about when the others do: with
-    slices of equal size one process could be left verifying a whole slice alone (of the
+    than two such slices per worker, half of each worker's share of what is left each time (at
+    least one run). A process that takes the last slice then finishes about when the others do:
+    with slices of equal size one process could be left verifying a whole slice alone (of the
     960-run corpus: up to ~3 s of one core idle)."""
     size = max(1, -(-len(items) // (workers * CHUNKS_PER_WORKER)))
     slices, at = [], 0

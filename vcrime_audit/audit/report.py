@@ -193,7 +193,7 @@ def other_sections(db: Path) -> list[str]:
     """Sections from the other workflows that write to the same store (markdown, one each)."""
     from ..certify.report import certification_section
     from ..certify.store import load_certification_rows
-    from ..determinism import determinism_section
+    from .determinism_report import determinism_section
     from .people import people_section
 
     return [certification_section(load_certification_rows(db)), "", *people_section(db),

@@ -17,27 +17,58 @@ blocks below are what it drives::
     certificate = certify(outcomes)
 """
 
-from pathlib import Path
+from __future__ import annotations
 
-from .bounds import Certificate, CountInterval, certify, clopper_pearson, conversation_outcome
-from .distributions import (
-    DISTRIBUTIONS,
-    TAU,
-    AdaptiveRejection,
-    ConversationDistribution,
-    GraphPath,
-    LiftedState,
-    RandomNode,
-    SampledConversation,
-    Walk,
-    conversation_rng,
-    make_distribution,
-)
-from .embedders import Embedder, MiniLMEmbedder
-from .graph import QueryGraph, build_graph
-from .jailbreak import IDENTITY, AugmentedConversation, AugmentedWalk, JailbreakLayer, Turn
-from .judges import KeywordRefusalDetector, SecretLeakJudge, rule_judge_from_spec
-from .queryfile import GraphParams, QueryFileError, QuerySpec, load_query_file
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bounds import Certificate, CountInterval, certify, clopper_pearson, conversation_outcome
+    from .distributions import (
+        DISTRIBUTIONS,
+        TAU,
+        AdaptiveRejection,
+        ConversationDistribution,
+        GraphPath,
+        LiftedState,
+        RandomNode,
+        SampledConversation,
+        Walk,
+        conversation_rng,
+        make_distribution,
+    )
+    from .embedders import Embedder, MiniLMEmbedder
+    from .graph import QueryGraph, build_graph
+    from .jailbreak import IDENTITY, AugmentedConversation, AugmentedWalk, JailbreakLayer, Turn
+    from .judges import KeywordRefusalDetector, SecretLeakJudge, rule_judge_from_spec
+    from .queryfile import GraphParams, QueryFileError, QuerySpec, load_query_file
+
+_HOMES = {
+    ".bounds": ("Certificate", "CountInterval", "certify", "clopper_pearson", "conversation_outcome"),
+    ".distributions": ("DISTRIBUTIONS", "TAU", "AdaptiveRejection", "ConversationDistribution",
+                       "GraphPath", "LiftedState", "RandomNode", "SampledConversation", "Walk",
+                       "conversation_rng", "make_distribution"),
+    ".embedders": ("Embedder", "MiniLMEmbedder"),
+    ".graph": ("QueryGraph", "build_graph"),
+    ".jailbreak": ("IDENTITY", "AugmentedConversation", "AugmentedWalk", "JailbreakLayer", "Turn"),
+    ".judges": ("KeywordRefusalDetector", "SecretLeakJudge", "rule_judge_from_spec"),
+    ".queryfile": ("GraphParams", "QueryFileError", "QuerySpec", "load_query_file"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """The building blocks, imported from their modules when first asked for: importing one
+    module of the package (the audit reads ``certify.report`` and ``certify.store``) then imports
+    only what it needs."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 DEMO_QUERY_FILE = Path(__file__).parent / "demo" / "secret_keeping.yaml"
 
