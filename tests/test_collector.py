@@ -144,3 +144,39 @@ def test_a_process_whose_collector_is_off_keeps_it_off_after_runs_play():
     done = subprocess.run([sys.executable, "-c", OFF_SCRIPT], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False"]
+
+
+class _Held:
+    pass
+
+
+def _raise_holding(held: _Held) -> None:
+    raise ValueError("first")
+
+
+def _raise_in_handling(held: _Held) -> None:
+    try:
+        _raise_holding(held)
+    except ValueError:
+        raise KeyError("second")  # noqa: B904 -- its context, the first, is the point
+
+
+def test_released_frames_let_go_of_what_the_whole_chain_held():
+    """collector.release_frames: the frames of an exception's traceback, and of its context's,
+    no longer hold their locals (a failed replay's cassette, with the collector off)."""
+    import traceback
+    import weakref
+
+    from vcrime_audit.collector import release_frames
+
+    held = _Held()
+    alive = weakref.ref(held)
+    try:
+        _raise_in_handling(held)
+    except KeyError as exc:
+        caught = exc
+    del held
+    assert alive() is not None  # the frames still hold it
+    release_frames(caught)
+    assert alive() is None
+    assert "_raise_holding" in "".join(traceback.format_exception(caught))  # still says where

@@ -254,3 +254,30 @@ def test_slices_keep_the_runs_in_order_and_shrink_towards_the_end(count, workers
     for size in sizes:  # each slice at most half of each worker's share of what was left (or one run)
         assert size <= max(1, -(-left // (2 * workers)))
         left -= size
+
+
+def test_a_failed_replay_lets_go_of_its_frames_at_once(tmp_path):
+    """Verifying workers keep the collector off: a replay that fails (a miss, as every run meets
+    after a prompt change) raised from its asyncio task inside a reference cycle whose frames
+    held the run's cassette and rows, ~7 MB a run, until the process ended (verify._played)."""
+    import gc
+
+    from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
+    from vcrime_audit.verify import _replay_in_memory, _run_tables
+
+    records = read_records(DEMO)
+    location = next(iter(records[0]["meta"]["initial_world"]["locations"].values()))
+    location["description"] += " (edited)"
+    edited = tmp_path / DEMO.name
+    write_records(edited, records)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage, not freed
+    try:
+        with pytest.raises(CassetteMiss):
+            _replay_in_memory(Cassette(edited, RecordMode.none), _run_tables)
+        gc.collect()
+        kept = sorted({type(o).__name__ for o in gc.garbage} & {"frame", "Cassette", "Store", "WorldState"})
+        assert kept == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()

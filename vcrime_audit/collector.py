@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -73,6 +74,25 @@ def collector_off_in_this_process() -> None:
     end of a study's worker, just before it exits (py-spy). Runs leave no cycles
     (``tests/test_study.py`` and ``tests/test_verify.py`` count them)."""
     gc.disable()
+
+
+def release_frames(exc: BaseException) -> None:
+    """Clear the locals of the finished frames that ``exc``'s traceback holds, and its cause's
+    and context's. With the collector off, an exception raised in an asyncio task and caught
+    outside it sits in a reference cycle (the task holds the exception, whose traceback holds
+    the task's frame, which holds the task), and its frames hold what the failed job held: a
+    replay that missed kept its cassette, rows and worlds (~7 MB a run on c960 cassettes) until
+    the collector ran, and a worker whose collector stays off kept every one. Cleared, the frames
+    let go of them and the cycle is gone; the traceback still says where it was raised."""
+    stack: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        stack += [current.__cause__, current.__context__]
 
 
 @cache

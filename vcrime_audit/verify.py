@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from .cassette.persist import cassette_exists, journal_path
-from .collector import collector_off_in_this_process, collector_off_while_runs_play
+from .collector import collector_off_in_this_process, collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
 from .recorder import writer_alive
 from .rowdigest import compare_tables
@@ -82,6 +82,17 @@ def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict
     return verifier.verdicts
 
 
+def _played(job: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(job)``, whose failure lets go of the job's objects at once
+    (:func:`collector.release_frames`): verifying runs with the collector off, each failed replay
+    (a replay miss, after a prompt change: every run) otherwise kept its cassette and rows."""
+    try:
+        return asyncio.run(job)
+    except BaseException as exc:
+        release_frames(exc)
+        raise
+
+
 def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tuple[Any, T]:
     """A run's cassette replayed into a store in memory (:meth:`Store.in_memory`): the outcome,
     with its check against the recording, and ``read(store, run_id)`` of the rows it derived.
@@ -90,7 +101,7 @@ def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tu
 
     scratch = Store.in_memory()
     try:
-        outcome = asyncio.run(replay_loaded(cassette, scratch))
+        outcome = _played(replay_loaded(cassette, scratch))
         return outcome, read(scratch, outcome.run_id)
     finally:
         scratch.close()
@@ -246,7 +257,7 @@ class Verifier:
         from .runner import replay_loaded
 
         try:
-            asyncio.run(replay_loaded(Cassette(path, RecordMode.none), store))
+            _played(replay_loaded(Cassette(path, RecordMode.none), store))
         except CassetteMiss:
             return self._add(Verdict("run", run_id, INTERRUPTED, "the cassette stops before the run's "
                                      "end; fix: resume it with a model (vcrime-audit study, or run "
@@ -268,11 +279,11 @@ class Verifier:
             return self._add(Verdict("certification", cid, MISSING, f"{row.get('cassette')}: not "
                                      "found; fix: pass the folder holding it"))
         if row["status"] == RUNNING:
-            return self._repair(lambda: asyncio.run(replay_certification(path, store.path)),
+            return self._repair(lambda: _played(replay_certification(path, store.path)),
                                 "certification", cid)
         try:
             scratch = self._scratch(cid)
-            outcome = asyncio.run(replay_certification(path, scratch))
+            outcome = _played(replay_certification(path, scratch))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("certification", cid, DIFFERS, _first_line(exc)))
         other = Store(scratch)
@@ -299,12 +310,12 @@ class Verifier:
                                      "pass the folder holding it"))
         workflow = workflow_for(kind)
         if row["status"] == RUNNING:
-            return self._repair(lambda: asyncio.run(replay(workflow, path, store)), kind, fid)
+            return self._repair(lambda: _played(replay(workflow, path, store)), kind, fid)
         scratch = self._scratch(fid, empty=False)
         store.db.conn.execute("VACUUM INTO ?", [str(scratch)])
         other = Store(scratch)
         try:
-            outcome = asyncio.run(replay(workflow, path, other))
+            outcome = _played(replay(workflow, path, other))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict(kind, fid, DIFFERS, _first_line(exc)))
         expected = {"followups": [dict(row)], **workflow.result_rows(store, fid),
@@ -363,7 +374,7 @@ class Verifier:
                                          "hold; its rows replay only on the store it was recorded "
                                          "on: vcrime-audit verify --db STORE"))
             if kind == "certification":
-                outcome = asyncio.run(replay_certification(path, self._scratch(path.name.split(".")[0])))
+                outcome = _played(replay_certification(path, self._scratch(path.name.split(".")[0])))
             else:
                 outcome, _ = _replay_in_memory(cassette, lambda scratch, run_id: None)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
