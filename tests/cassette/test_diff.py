@@ -32,3 +32,23 @@ def test_requests_of_the_same_call_come_first_and_the_first_of_equals_wins():
     assert nearest(request(TARGET), [first, second]) is first
     assert nearest(request(TARGET), [other_call]) is other_call
     assert nearest(request(TARGET), []) is None
+
+
+def test_request_lines_leave_no_cycles_and_show_what_orjson_refuses():
+    """A miss ranks every recorded request of its call, with the collector off in a study: the
+    lines make no reference cycle. An integer beyond 64 bits (a hostile cassette's) still shows."""
+    import gc
+
+    from vcrime_audit.cassette.diff import request_lines
+
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        lines = request_lines({**request(TARGET), "sampling": {"temperature": 0.0, "seed": 7}})
+        gc.collect()
+        assert gc.garbage == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert '    "seed": 7,' in lines and TARGET[0] in lines
+    assert any(str(2**70) in line for line in request_lines({**request(TARGET), "seed": 2**70}))
