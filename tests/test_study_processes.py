@@ -179,10 +179,13 @@ def test_an_interrupted_study_marks_its_runs_crashed_and_resumes_to_the_same_row
     for entry in registry.glob("*.yaml"):  # slow answers: the study is still going when interrupted
         data = yaml.safe_load(entry.read_text(encoding="utf-8"))
         entry.write_text(yaml.safe_dump({**data, "options": {"latency_ms": 200}}), encoding="utf-8")
-    whole = spec(tmp_path / "whole", concurrency=6)  # the rows keep each call's time: same latency
+    # 8 turns a run (~11 s in all): on a loaded machine (CI runs the live tests alongside) the
+    # first committed turn showed only after 3-turn runs had all ended, and nothing was left
+    # to interrupt
+    whole = spec(tmp_path / "whole", concurrency=6, max_turns=8)  # the rows keep each call's time
     asyncio.run(run_study(whole))
     run_ids = [c.run_id() for c in grid(whole)]
-    study = spec(tmp_path / "interrupted", concurrency=6)
+    study = spec(tmp_path / "interrupted", concurrency=6, max_turns=8)
     config = tmp_path / "study.yaml"
     config.write_text(yaml.safe_dump(study.model_dump(mode="json")), encoding="utf-8")
     child = subprocess.Popen([sys.executable, "-m", "vcrime_audit.cli", "study", str(config), "--processes",
