@@ -4,19 +4,25 @@ refusal). The final file compressed as its lines come is what GzipFile writes fo
 
 import gzip
 import io
+import zlib
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from zlib_ng import zlib_ng
 
 from tests.test_canonical import DATA, TEXT
 from vcrime_audit.canonical import canonical_json
 from vcrime_audit.cassette.persist import (
+    INFLATE_ERRORS,
+    MAX_BYTES_ENV,
+    CassetteFileError,
     FinalGzip,
     WrittenLines,
     checksummed,
     claimed_checksum,
+    decompress,
     line_checksum,
 )
 
@@ -93,3 +99,36 @@ def test_written_lines_keep_what_a_list_of_the_lines_would_give(adds, more):
     assert written.checksums == [claimed_checksum(line) for line in plain]
     assert written.final_bytes(more) == gzipfile_bytes(plain + more)
     assert written.lines() == plain  # the summary given to final_bytes is not added
+
+
+def _inflated(data: bytes, inflater_of: object) -> bytes | str:
+    try:
+        return decompress(Path("c.jsonl.gz"), data, inflater_of)  # type: ignore[arg-type]
+    except INFLATE_ERRORS:
+        return "refused by the inflater"
+    except CassetteFileError as exc:
+        return str(exc)
+
+
+MEMBER = st.one_of(st.binary(max_size=3000), st.text(alphabet="ab{}\":,\n", max_size=6000).map(str.encode))
+
+
+@given(members=st.lists(st.tuples(MEMBER, st.integers(0, 9)), min_size=1, max_size=3),
+       padding=st.binary(max_size=8), cut=st.integers(0, 1 << 16),
+       flips=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(1, 255)), max_size=3),
+       limit=st.sampled_from(["", "0", "100", "5000", "20000"]),
+       mutate=st.sampled_from(["none", "cut", "flip", "both"]))
+def test_cassettes_inflate_to_what_zlib_gives_them_or_are_refused_as_zlib_refuses_them(
+        members, padding, cut, flips, limit, mutate):
+    """zlib-ng reads a cassette as zlib does: the same bytes, the same refusals (corrupt or
+    truncated data, the size cap), whatever is cut or flipped."""
+    data = bytearray(b"".join(gzip.compress(m, compresslevel=level, mtime=0) for m, level in members)
+                     + padding)
+    if mutate in ("cut", "both"):
+        del data[cut % (len(data) + 1):]
+    if mutate in ("flip", "both") and data:
+        for at, bits in flips:
+            data[at % len(data)] ^= bits
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(MAX_BYTES_ENV, limit)
+        assert _inflated(bytes(data), zlib_ng.decompressobj) == _inflated(bytes(data), zlib.decompressobj)
