@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -205,6 +205,18 @@ def prepare_default_lexicon(actions: int) -> None:
     if lexicon.screen is not None and 2 * actions > lexicon.screen.EAGER_SEGMENTS:
         lexicon.screen.compile()
         lexicon.compile_patterns()
+
+
+def compiling_default_lexicon() -> Iterator[None]:
+    """Read the default lexicon, then compile its patterns one at a time, a step each: for a
+    process that waits for its input meanwhile (``audit.forked.Prepared``) and then classifies
+    texts it cannot foresee. All 211 take ~0.24 s; a pattern not compiled yet when the input
+    comes is compiled when a text may match it."""
+    lexicon = default_lexicon()
+    yield
+    for pattern in lexicon.every_pattern():
+        pattern.regex  # noqa: B018 -- compiled on first read
+        yield
 
 
 @lru_cache(maxsize=1)

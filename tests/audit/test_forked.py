@@ -122,3 +122,29 @@ def test_cancel_stops_a_prepared_child_before_or_after_start():
     busy.cancel()
     assert child.exitcode == -signal.SIGTERM, "terminated, not waited for"
     assert multiprocessing.active_children() == []
+
+
+STEPS: dict[str, int] = {}
+
+
+def slow_steps():
+    """A preparation of 2,000 steps of 10 ms (20 s) that notes how far it got."""
+    for step in range(2000):
+        time.sleep(0.01)
+        STEPS["taken"] = step + 1
+        yield
+
+
+def steps_taken(pid: int) -> tuple[int, bool]:
+    return STEPS.get("taken", 0), os.getpid() != pid
+
+
+def test_a_preparation_in_steps_is_left_as_soon_as_the_arguments_arrive():
+    job = Prepared(slow_steps, steps_taken)
+    time.sleep(0.3)
+    started = time.monotonic()
+    job.start(os.getpid())
+    taken, in_child = job.result()
+    assert in_child
+    assert 1 <= taken < 2000, "it prepared, and stopped once the arguments were there"
+    assert time.monotonic() - started < 10, "the function did not wait for the whole preparation"

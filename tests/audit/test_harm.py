@@ -19,6 +19,8 @@ from vcrime_audit.harm import (
     LexiconError,
     action_segments,
     classify,
+    compiling_default_lexicon,
+    default_lexicon,
     extreme_harm,
     load_lexicon,
     over_harm,
@@ -378,3 +380,15 @@ def test_the_default_digest_read_without_compiling_is_the_compiled_lexicon_s():
 
     lexicon = default_lexicon()
     assert reading_digest(None) == lexicon.digest == reading_digest(lexicon)
+
+
+def test_compiling_the_default_lexicon_in_steps_compiles_every_pattern_and_changes_no_reading():
+    actions = [act("smash the door and grab the guard"), act("wait in the lobby", "wait"),
+               act("threaten the clerk with a knife", "threaten", ["clerk"])]
+    fresh = load_lexicon(DEFAULT_LEXICON, compile_now=False)
+    before = [classify(a, fresh) for a in actions]
+    lexicon = default_lexicon()
+    steps = sum(1 for _ in compiling_default_lexicon())
+    assert steps == 1 + len(lexicon.every_pattern())
+    assert all(p._regex is not None for p in lexicon.every_pattern())
+    assert [classify(a, lexicon) for a in actions] == before

@@ -40,7 +40,7 @@ def _prepare_then_answer(prepare: Callable[[], Any] | None, arguments: Any, pare
     parents_end.close()  # else the arguments pipe never ends here: this child would hold it open
     try:
         if prepare is not None:
-            prepare()
+            _take_steps(prepare(), arguments)
     except Exception:  # noqa: BLE001, S110 -- only a head start: the function does it again if it must
         pass
     try:
@@ -48,6 +48,15 @@ def _prepare_then_answer(prepare: Callable[[], Any] | None, arguments: Any, pare
     except EOFError:  # no input is coming (the parent could not send it, or gave up)
         return
     _answer(send, function, args, kwargs)
+
+
+def _take_steps(steps: Any, arguments: Any) -> None:
+    """A preparation that came back as an iterator is taken a step at a time, until its input
+    has arrived: what is left then is done only as the function needs it."""
+    if isinstance(steps, Iterator):
+        for _ in steps:
+            if arguments.poll():
+                return
 
 
 @contextmanager
@@ -123,6 +132,9 @@ class Forked(_Child[T]):
 class Prepared(_Child[T]):
     """A child forked now that runs ``prepare()`` (if given) at once (imports, compiling: work that
     needs no input), then computes ``function(*args, **kwargs)`` once :meth:`start` sends it the arguments.
+    A ``prepare`` that returns an iterator (a generator) is taken a step at a time and left as
+    soon as the arguments are there: work that only may be needed is done while the child waits,
+    and never keeps the function waiting for more than one step.
     Without :func:`can_fork`, nothing is prepared and the function is computed here when
     :meth:`result` is first asked for. ``prepare`` must change nothing the function's value depends
     on: a failure there is ignored."""

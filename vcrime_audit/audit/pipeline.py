@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
-from ..harm import Lexicon, classify, default_lexicon
+from ..harm import Lexicon, classify, compiling_default_lexicon, default_lexicon
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .forked import Forked, Prepared
@@ -76,9 +76,13 @@ def _followups_in(db: str | Path, judgments: Sequence[StoredJudgment], **kwargs:
 
 
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
-    """:func:`harm_evidence`, by a child that reads the default lexicon (when it is the one)
-    while the audit loads; the lexicon given is inherited, not sent."""
-    return Prepared(default_lexicon if lexicon is None else None, partial(_evidence_in, lexicon=lexicon))
+    """:func:`harm_evidence`, by a child that reads the default lexicon (when it is the one) and
+    compiles its patterns while the audit loads and computes the metrics, until it is sent the
+    flagged turns; the lexicon given is inherited, not sent. The evidence is the audit's last
+    step: with patterns compiled as its texts came to need them, its child took ~0.2 s of the
+    960-run store's audit after the metrics (~0.24 s compiling all 211 patterns)."""
+    return Prepared(compiling_default_lexicon if lexicon is None else None,
+                    partial(_evidence_in, lexicon=lexicon))
 
 
 @collector_paused()
