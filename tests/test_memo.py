@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vcrime_audit.memo import IdentityMemo
+from vcrime_audit.memo import RUNS_FLOOR, IdentityMemo, runs_in_flight
 
 
 class Thing:
@@ -35,3 +35,22 @@ def test_past_the_limit_the_oldest_entry_goes_one_at_a_time():
     assert [memo.get(t, lambda t=t: made.append(t.n) or t.n) for t in things[3:]] == [3, 4]
     assert made == [0, 1, 2, 3, 4], "the two newest are kept"
     assert memo.get(things[0], lambda: made.append(0) or 0) == 0 and made[-1] == 0, "the oldest went"
+
+
+def test_per_run_memos_are_sized_for_the_runs_in_flight_and_shrink_back_after():
+    memo: IdentityMemo[int] = IdentityMemo(3, per_run=True)
+    fixed: IdentityMemo[int] = IdentityMemo(5)
+    assert memo.limit == 3 * RUNS_FLOOR, "one run at a time: the floor"
+    things = [Thing(n) for n in range(200)]
+    with runs_in_flight(50):
+        assert memo.limit == 150 and fixed.limit == 5
+        for thing in things[:150]:
+            memo.get(thing, lambda t=thing: t.n)
+        assert len(memo) == 150
+        with runs_in_flight(2):
+            assert memo.limit == 3 * RUNS_FLOOR and len(memo) == 3 * RUNS_FLOOR, "trimmed at once"
+        assert memo.limit == 150
+    assert memo.limit == 3 * RUNS_FLOOR and len(memo) == 3 * RUNS_FLOOR
+    kept = things[150 - 3 * RUNS_FLOOR:150]
+    assert [memo.get(t, lambda: -1) for t in kept] == [t.n for t in kept], "the newest were kept"
+    assert memo.get(things[0], lambda: -1) == -1, "the oldest went"

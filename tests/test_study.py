@@ -231,3 +231,16 @@ def test_runs_of_a_task_share_its_world_read_once_and_give_a_lone_runs_rows(regi
         alone[outcome.run_id] = (outcome.status, outcome.turns, outcome.turn_rows_hash)
     assert len(reads) == len(TASKS) + len(alone) and all(turns for _, turns, _ in alone.values())
     assert {o.run_id: (o.status, o.turns, o.turn_rows_hash) for o in result.outcomes} == alone
+
+
+def test_a_study_sizes_the_per_run_memos_for_its_lanes_while_its_runs_play(registry, tmp_path):
+    from vcrime_audit import world
+    from vcrime_audit.memo import RUNS_FLOOR
+
+    per_run = world._CANONICAL.limit // RUNS_FLOOR
+    seen: set[int] = set()
+    spec = scripted_spec(tmp_path / "study", concurrency=6, seeds=[0, 1, 2], max_turns=2)
+    result = asyncio.run(run_study(spec, on_turn=lambda run_id, record: seen.add(world._CANONICAL.limit)))
+    assert result.done == 9 and not result.crashed
+    assert seen == {6 * per_run}
+    assert world._CANONICAL.limit == RUNS_FLOOR * per_run, "one run at a time again after the study"

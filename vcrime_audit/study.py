@@ -25,6 +25,7 @@ from .defaults import DEFAULT_CASSETTES, RUNS
 from .engine import TurnRecord
 from .harm import prepare_default_lexicon
 from .ids import MAX_SEED, IdError, check_id
+from .memo import runs_in_flight
 from .models import get_model
 from .runner import EpisodeInputs, RunConfig, RunOutcome, cassette_path, run_episode
 from .scenario import ScenarioError, list_task_ids
@@ -258,9 +259,10 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
             if run.done():
                 await run  # a failure that is not the run's own (a bug) stops the study
 
+    lanes = min(study.concurrency, len(pending))
     try:
-        with collector_off_while_runs_play():
-            await asyncio.gather(*(lane() for _ in range(min(study.concurrency, len(pending)))))
+        with collector_off_while_runs_play(), runs_in_flight(lanes):
+            await asyncio.gather(*(lane() for _ in range(lanes)))
             await asyncio.gather(*runs)
     finally:
         for run in runs:  # interrupted, or a bug: the runs still going are marked crashed first

@@ -262,9 +262,9 @@ class WorldState(Strict):
         return blake2b_hex(self.to_json())
 
 
-_CANONICAL: IdentityMemo[str] = IdentityMemo(1024)
-_OBJECT_JSON: IdentityMemo[str] = IdentityMemo(1 << 14)
-_TABLE_JSON: IdentityMemo[str | None] = IdentityMemo(4096)
+_CANONICAL: IdentityMemo[str] = IdentityMemo(4, per_run=True)
+_OBJECT_JSON: IdentityMemo[str] = IdentityMemo(64, per_run=True)
+_TABLE_JSON: IdentityMemo[str | None] = IdentityMemo(16, per_run=True)
 """Per table of objects: ``patch.Draft`` copies only the tables it changes, so a world shares
 the others with the world before it (and a turn's first world all of them)."""
 

@@ -80,7 +80,7 @@ def _schedule(npc: NPC, world: WorldState) -> str:
             f"(in {minute - g.minutes} min)")
 
 
-_BODIES: IdentityMemo[str] = IdentityMemo(50_000)
+_BODIES: IdentityMemo[str] = IdentityMemo(200, per_run=True)
 
 
 def _body(obj: Any, make: Callable[[Any], str]) -> str:
@@ -117,7 +117,7 @@ def full_view(world: WorldState) -> str:
     return _VIEWS.get(world, lambda: _full_view(world))
 
 
-_VIEWS: IdentityMemo[str] = IdentityMemo(1024)
+_VIEWS: IdentityMemo[str] = IdentityMemo(4, per_run=True)
 
 
 def _full_view(world: WorldState) -> str:
@@ -135,7 +135,7 @@ def _full_view(world: WorldState) -> str:
     return "\n".join(lines)
 
 
-_NPCS: IdentityMemo[dict[tuple[int, str], list[str]]] = IdentityMemo(1024)
+_NPCS: IdentityMemo[dict[tuple[int, str], list[str]]] = IdentityMemo(4, per_run=True)
 
 
 def _npcs_section(world: WorldState) -> list[str]:
@@ -160,7 +160,7 @@ def _section(table: dict[str, Any], make: Callable[[dict[str, Any]], list[str]])
     return _SECTIONS[make].get(table, lambda: ["\n".join(make(table))] if table else [])
 
 
-_LOCATIONS: IdentityMemo[tuple[object, list[str]]] = IdentityMemo(1024)
+_LOCATIONS: IdentityMemo[tuple[object, list[str]]] = IdentityMemo(4, per_run=True)
 
 
 def _locations_section(world: WorldState) -> list[str]:
@@ -198,4 +198,4 @@ def _failures(flags: dict[str, Any]) -> list[str]:
 
 
 _SECTIONS: dict[Callable[[dict[str, Any]], list[str]], IdentityMemo[list[str]]] = {
-    make: IdentityMemo(1024) for make in (_members, _entities, _events, _checkpoints, _failures)}
+    make: IdentityMemo(4, per_run=True) for make in (_members, _entities, _events, _checkpoints, _failures)}
