@@ -14,6 +14,8 @@ from vcrime_audit.canonical import stdlib_canonical_json
 from vcrime_audit.rowdigest import (
     COLUMN_HASH_HEX,
     _walk_tables,
+    as_dicts,
+    compare_table_tuples,
     compare_tables,
     first_difference,
     row_digest,
@@ -156,3 +158,61 @@ def test_tables_written_alike_are_not_walked(monkeypatch):
     replayed = {"runs": [{"run_id": "r", "started_at": "now", "writer": "b"}], "turns": copy.deepcopy(rows)}
     monkeypatch.setattr(rowdigest, "_walk_tables", lambda *tables: pytest.fail("walked"))
     assert compare_tables(store, replayed) == ""
+
+
+sqlite_values = st.one_of(
+    st.none(), st.integers(min_value=-2**63, max_value=2**63 - 1),
+    st.integers(min_value=2**63, max_value=2**70),
+    st.floats(), st.sampled_from([0.0, -0.0, 1.0, 1e-05, float("nan")]), st.text(max_size=6),
+    st.sampled_from(["\ud800", "caf\u00e9"]), st.binary(max_size=3))
+COLUMNS = ["run_id", "turn", "seq", "text", "score", "started_at", "writer"]
+
+
+@st.composite
+def table_tuples(draw):
+    columns = draw(st.lists(st.sampled_from(COLUMNS), unique=True, max_size=4))
+    rows = draw(st.lists(st.tuples(*[sqlite_values] * len(columns)), max_size=4))
+    return columns, rows
+
+
+def edited_tuples(data, tables):
+    out = {}
+    for table, (columns, rows) in tables.items():
+        columns, rows = list(columns), list(rows)
+        edit = data.draw(st.sampled_from(["none", "none", "drop table", "swap columns", "rename column",
+                                          "int as float", "negative zero", "value", "drop row", "add row"]))
+        if edit == "drop table":
+            continue
+        if edit == "swap columns" and len(columns) > 1:
+            columns[0], columns[1] = columns[1], columns[0]
+            rows = [(r[1], r[0], *r[2:]) for r in rows]
+        elif edit == "rename column" and columns:
+            columns[0] = data.draw(st.sampled_from([c for c in COLUMNS + ["other"] if c not in columns[1:]]))
+        elif edit == "drop row" and rows:
+            rows.pop(data.draw(st.integers(0, len(rows) - 1)))
+        elif edit == "add row":
+            rows.append(data.draw(st.tuples(*[sqlite_values] * len(columns))))
+        elif rows and columns:
+            at, column = data.draw(st.integers(0, len(rows) - 1)), data.draw(st.integers(0, len(columns) - 1))
+            row, value = list(rows[at]), rows[at][column]
+            if edit == "int as float" and type(value) is int and abs(value) < 2**53:
+                row[column] = float(value)
+            elif edit == "negative zero" and type(value) is float:
+                row[column] = -value
+            elif edit == "value":
+                row[column] = data.draw(sqlite_values)
+            rows[at] = tuple(row)
+        out[table] = (columns, rows)
+    return out
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_comparing_tables_as_tuples_answers_as_comparing_them_as_dicts(data):
+    """compare_table_tuples skips making dicts only where they would compare alike: its answer
+    (or error) is always compare_tables's of the same rows as dicts."""
+    expected = data.draw(st.dictionaries(st.sampled_from(["runs", "turns", "calls"]), table_tuples(),
+                                         max_size=3))
+    actual = edited_tuples(data, expected)
+    assert outcome(lambda t: compare_table_tuples(*t), (expected, actual)) == \
+        outcome(lambda t: compare_tables(as_dicts(t[0]), as_dicts(t[1])), (expected, actual))

@@ -20,10 +20,10 @@ from .cassette.persist import cassette_exists, journal_path
 from .collector import collector_off_in_this_process, collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
 from .recorder import writer_alive
-from .rowdigest import compare_tables
+from .rowdigest import TableTuples, as_dicts, compare_table_tuples, compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
-from .store.db import FOLLOWUP_RUN_TABLES, RUN_TABLES, StoreError
+from .store.db import RUN_TABLES, StoreError
 from .store.integrity_check import IntegrityCheck
 
 VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
@@ -47,14 +47,20 @@ class Verdict:
         return f"{self.state:<16} {self.kind} {self.job_id}" + (f": {self.where}" if self.where else "")
 
 
-def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
-    out = {"runs": [store.run(run_id) or {}]}
-    for table in (*RUN_TABLES[1:], *FOLLOWUP_RUN_TABLES):
-        if table in ("rejudged_turns", "annotations", "annotation_results", "interrogations"):
-            continue
-        where = "source = 'live'" if table == "judgments" else ""
-        out[table] = store.rows(table, run_id, where)
+def _run_table_tuples(store: Store, run_id: str) -> dict[str, TableTuples]:
+    """:func:`_run_tables` as columns and rows' values (:func:`rowdigest.compare_table_tuples`);
+    a run the store lacks is one row of no columns."""
+    runs = store.row_tuples("runs", run_id)
+    out = {"runs": runs if runs[1] else ([], [()])}
+    for table in RUN_TABLES[1:]:
+        out[table] = store.row_tuples(table, run_id, "source = 'live'" if table == "judgments" else "")
     return out
+
+
+def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The rows of a run that ``verify`` compares: its run, its turns' rows and its live
+    judgments (not its follow-ups: each is verified on its own)."""
+    return as_dicts(_run_table_tuples(store, run_id))
 
 
 def _find(recorded: str | None, search: list[Path]) -> Path | None:
@@ -247,10 +253,11 @@ class Verifier:
         if row["status"] == RUNNING:
             return self._repair_run(store, run_id, path)
         try:
-            outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none), _run_tables)
+            outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none), _run_table_tuples)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
-        self._add(self._compare("run", run_id, _run_tables(store, run_id), derived, outcome.check))
+        where = compare_table_tuples(_run_table_tuples(store, run_id), derived)
+        self._add(self._verdict("run", run_id, where, outcome.check))
         self._finalise_if_pending(path)
 
     def _repair_run(self, store: Store, run_id: str, path: Path) -> None:
@@ -339,7 +346,11 @@ class Verifier:
 
     def _compare(self, kind: str, job_id: str, expected: dict[str, list[dict[str, Any]]],
                  actual: dict[str, list[dict[str, Any]]], check: Any) -> Verdict:
-        where = compare_tables(expected, actual)
+        return self._verdict(kind, job_id, compare_tables(expected, actual), check)
+
+    @staticmethod
+    def _verdict(kind: str, job_id: str, where: str, check: Any) -> Verdict:
+        """Rows that differ (``where``), else the replay's check against the recording."""
         if where:
             return Verdict(kind, job_id, DIFFERS, f"store vs cassette: {where}")
         if check.state != IDENTICAL:

@@ -238,21 +238,27 @@ class Store:
                without: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """Rows of ``table`` as dicts, like sqlite-utils' ``rows_where`` (nothing for a table the
         store lacks) without its query of the schema per call; ``without``: columns left out."""
+        columns, rows = self.select_tuples(table, where, args, order_by, without)
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def select_tuples(self, table: str, where: str, args: list[Any], order_by: str,
+                      without: tuple[str, ...] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """:meth:`select` as its columns and its rows' values, as SQLite gives them (no dict is
+        made per row)."""
         selected = "*"
         if without:
             columns = [c for c in self.columns(table) if c not in without]
             if not columns:
-                return []
+                return [], []
             selected = ", ".join(f"[{c}]" for c in columns)
         try:
             cursor = self.db.conn.execute(
                 f"SELECT {selected} FROM [{table}] WHERE {where} ORDER BY {order_by}", args)
         except sqlite3.OperationalError as exc:
             if str(exc).startswith("no such table"):
-                return []
+                return [], []
             raise
-        columns = [c[0] for c in cursor.description]
-        return [dict(zip(columns, row, strict=True)) for row in cursor]
+        return [c[0] for c in cursor.description], cursor.fetchall()
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = self.select("runs", "run_id = ?", [run_id], "rowid")
@@ -265,6 +271,11 @@ class Store:
              ) -> list[dict[str, Any]]:
         clause = "run_id = ?" + (f" AND {where}" if where else "")
         return self.select(table, clause, [run_id], ROW_ORDER.get(table, "rowid"), without)
+
+    def row_tuples(self, table: str, run_id: str, where: str = "") -> tuple[list[str], list[tuple[Any, ...]]]:
+        """:meth:`rows` as its columns and its rows' values (:meth:`select_tuples`)."""
+        clause = "run_id = ?" + (f" AND {where}" if where else "")
+        return self.select_tuples(table, clause, [run_id], ROW_ORDER.get(table, "rowid"))
 
     def columns(self, table: str) -> list[str]:
         """The table's columns in order (none for a table the store lacks), read once per table
