@@ -47,10 +47,11 @@ def test_per_run_memos_are_sized_for_the_runs_in_flight_and_shrink_back_after():
         for thing in things[:150]:
             memo.get(thing, lambda t=thing: t.n)
         assert len(memo) == 150
-        with runs_in_flight(2):
-            assert memo.limit == 3 * RUNS_FLOOR and len(memo) == 3 * RUNS_FLOOR, "trimmed at once"
         assert memo.limit == 150
-    assert memo.limit == 3 * RUNS_FLOOR and len(memo) == 3 * RUNS_FLOOR
-    kept = things[150 - 3 * RUNS_FLOOR:150]
+    assert memo.limit == 3 * RUNS_FLOOR and len(memo) == 150, "nothing freed at once"
+    for at, thing in enumerate(things[150:], start=1):  # each new entry: one less kept
+        memo.get(thing, lambda t=thing: t.n)
+        assert len(memo) == max(3 * RUNS_FLOOR, 150 - at)
+    kept = things[200 - 3 * RUNS_FLOOR:]
     assert [memo.get(t, lambda: -1) for t in kept] == [t.n for t in kept], "the newest were kept"
     assert memo.get(things[0], lambda: -1) == -1, "the oldest went"

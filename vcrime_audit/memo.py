@@ -54,12 +54,14 @@ class IdentityMemo(Generic[T]):
         entries[id(obj)] = (obj, value)
         if len(entries) > self.limit:
             entries.popitem(last=False)
+            if len(entries) > self.limit:  # shrinking after a study: one entry less per new one
+                entries.popitem(last=False)
         return value
 
     def _resize(self) -> None:
+        """The limit for the runs in flight now. A memo over it shrinks as new entries come, not
+        at once: a study's end would free a whole study's worth of worlds in one callback."""
         self.limit = self._per_run * max(RUNS_FLOOR, _runs_in_flight)
-        while len(self._entries) > self.limit:
-            self._entries.popitem(last=False)
 
 
 @contextmanager
