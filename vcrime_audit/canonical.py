@@ -110,7 +110,7 @@ def written_alike(plain: Any) -> bool:
     return True
 
 
-_SHARED_PARTS: IdentityMemo[bool] = IdentityMemo(4096)
+_SHARED_PARTS: IdentityMemo[bool] = IdentityMemo(16, per_run=True)
 
 
 def written_alike_shared_parts(plain: dict[str, Any]) -> bool:
