@@ -32,8 +32,8 @@ class IdentityMemo(Generic[T]):
     ``per_run``: ``limit`` entries per run in flight (:func:`runs_in_flight`, at least
     :data:`RUNS_FLOOR`): what is kept of a run's worlds is looked up within a turn or two of
     their making, so entries beyond that only keep dead worlds alive. Sized for 256 runs while
-    one played, they kept ~1,000 worlds' texts, and a replay ran ~10 % slower for it (its objects
-    freed long after they left the processor's caches), with the same hits."""
+    one played, they kept ~1,000 worlds' texts for the same hits, and replays ran ~10 % slower
+    (the same instructions: likely their objects, freed long after they left the caches)."""
 
     def __init__(self, limit: int, *, per_run: bool = False) -> None:
         self._per_run = limit if per_run else 0

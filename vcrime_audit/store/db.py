@@ -269,13 +269,14 @@ class Store:
 
     def rows(self, table: str, run_id: str, where: str = "", without: tuple[str, ...] = ()
              ) -> list[dict[str, Any]]:
-        clause = "run_id = ?" + (f" AND {where}" if where else "")
-        return self.select(table, clause, [run_id], ROW_ORDER.get(table, "rowid"), without)
+        columns, rows = self.row_tuples(table, run_id, where, without)
+        return [dict(zip(columns, row, strict=True)) for row in rows]
 
-    def row_tuples(self, table: str, run_id: str, where: str = "") -> tuple[list[str], list[tuple[Any, ...]]]:
+    def row_tuples(self, table: str, run_id: str, where: str = "", without: tuple[str, ...] = ()
+                   ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """:meth:`rows` as its columns and its rows' values (:meth:`select_tuples`)."""
         clause = "run_id = ?" + (f" AND {where}" if where else "")
-        return self.select_tuples(table, clause, [run_id], ROW_ORDER.get(table, "rowid"))
+        return self.select_tuples(table, clause, [run_id], ROW_ORDER.get(table, "rowid"), without)
 
     def columns(self, table: str) -> list[str]:
         """The table's columns in order (none for a table the store lacks), read once per table
