@@ -13,7 +13,7 @@ import pytest
 from tests.committed import CERTIFY, DEMO_RUN
 from vcrime_audit.agents import prompting
 from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
-from vcrime_audit.cassette.persist import record_line
+from vcrime_audit.cassette.lines import record_line
 from vcrime_audit.rowdigest import row_digest
 from vcrime_audit.runner import replay
 from vcrime_audit.store import Store, turn_rows_hash

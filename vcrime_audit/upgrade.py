@@ -16,7 +16,8 @@ from typing import Any
 
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
-from .cassette.persist import chain_update, claimed_checksum, record_line, write_final
+from .cassette.lines import chain_update, claimed_checksum, record_line
+from .cassette.persist import write_final
 from .identity import ReplayCheck
 from .store import Store
 from .store.db import LEGACY_HASHED_TABLES, trajectory_rows

@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 from tests.cassette.test_persist import gzipfile_bytes
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
 from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
-from vcrime_audit.cassette.persist import (
-    MAX_BYTES_ENV,
-    journal_path,
-    line_checksum,
-    read_records,
-    record_line,
-)
+from vcrime_audit.cassette.lines import line_checksum, record_line
+from vcrime_audit.cassette.persist import MAX_BYTES_ENV, journal_path, read_records
 
 
 def request(content="hello", seed=0):

@@ -14,16 +14,13 @@ from zlib_ng import zlib_ng
 
 from tests.test_canonical import DATA, TEXT
 from vcrime_audit.canonical import canonical_json
+from vcrime_audit.cassette.final_gzip import FinalGzip, WrittenLines
+from vcrime_audit.cassette.lines import checksummed, claimed_checksum, line_checksum
 from vcrime_audit.cassette.persist import (
     INFLATE_ERRORS,
     MAX_BYTES_ENV,
     CassetteFileError,
-    FinalGzip,
-    WrittenLines,
-    checksummed,
-    claimed_checksum,
     decompress,
-    line_checksum,
 )
 
 COMMITTED = Path(__file__).resolve().parents[2] / "cassettes"

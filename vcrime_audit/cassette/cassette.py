@@ -10,7 +10,7 @@ conversation, an item); :meth:`Cassette.flush` then appends them to the journal 
 before the store commits the unit. :meth:`Cassette.close_with_summary` writes the summary (with
 the chain hash over every record) and :meth:`Cassette.finalise` writes the final file: the
 journal's lines, compressed unit by unit as they were flushed (only their checksums stay in
-memory, :class:`~vcrime_audit.cassette.persist.WrittenLines`).
+memory, :class:`~vcrime_audit.cassette.final_gzip.WrittenLines`).
 """
 
 from __future__ import annotations
@@ -24,21 +24,18 @@ from typing import Any
 from ..backends.base import BackendError, GenerateRequest, GenerateResult
 from ..canonical import to_plain
 from .diff import nearest, request_diff
+from .final_gzip import WrittenLines
 from .keys import cassette_key
+from .lines import chain_update, checksummed, record_checksum, record_line
 from .persist import (
     FORMAT_VERSION,
     CassetteFileError,
     Journal,
-    WrittenLines,
     cassette_exists,
-    chain_update,
-    checksummed,
     drop_empty_journal,
     journal_path,
     read_final,
     read_journal,
-    record_checksum,
-    record_line,
     write_final_bytes,
 )
 

@@ -6,35 +6,32 @@ Format 2 (written now) has two forms:
   (turn, conversation, item) at a time while a job records. A crash leaves a readable journal; a
   torn last line is cut off when it is reopened.
 - the *final* cassette ``<name>.jsonl.gz``: the same lines, gzip-compressed (level 9, as the
-  lines come: :class:`FinalGzip`) and written when the job closes, with no time in the gzip
+  lines come: :mod:`.final_gzip`) and written when the job closes, with no time in the gzip
   header, so equal content gives equal bytes.
 
 Every record line begins with its own checksum, ``{"checksum":"<hex>",...}``: the blake2b of the
-line without that member, i.e. of the record's canonical JSON. The summary record carries a
-chain hash over the checksums of every record before it, so a dropped, swapped or duplicated line
-is caught too. Format 1 (gzip JSON lines without checksums) is still read.
+line without that member, i.e. of the record's canonical JSON (:mod:`.lines`). The summary record
+carries a chain hash over the checksums of every record before it, so a dropped, swapped or
+duplicated line is caught too. Format 1 (gzip JSON lines without checksums) is still read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import struct
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from zlib_ng import zlib_ng
 
-from ..canonical import canonical_json
 from ..jsonparse import parse_json
+from .final_gzip import FinalGzip, lines_bytes
+from .lines import chain_update, claimed_checksum, line_checksum, record_line
 
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
-CHECKSUM_PREFIX = '{"checksum":"'
-CHECKSUM_HEX = 32
 MAX_BYTES_ENV = "VCRIME_MAX_CASSETTE_BYTES"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 RECORD_TYPES = ("header", "call", "summary")
@@ -62,53 +59,6 @@ def max_bytes() -> int:
         return int(raw) if raw else DEFAULT_MAX_BYTES
     except ValueError:
         raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes") from None
-
-
-def checksummed(record: dict[str, Any], known: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The record's checksum (blake2b of its canonical JSON without ``checksum``) and the record
-    as one canonical line that starts with that checksum. ``known``: the canonical JSON of some
-    of its values, already made (a call's request): the object's canonical JSON is its members'
-    in key order, so those are not written again (``tests/cassette/test_persist.py`` checks the
-    bytes against :func:`canonical_json` of the whole)."""
-    if known:
-        text = "{" + ",".join(f"{canonical_json(k)}:{known[k] if k in known else canonical_json(record[k])}"
-                              for k in sorted(record) if k != "checksum") + "}"
-    else:
-        text = canonical_json({k: v for k, v in record.items() if k != "checksum"})
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-    line = f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
-    return digest, line
-
-
-def record_checksum(record: dict[str, Any]) -> str:
-    return checksummed(record)[0]
-
-
-def record_line(record: dict[str, Any]) -> str:
-    """The record as one canonical line that starts with its checksum."""
-    return checksummed(record)[1]
-
-
-def claimed_checksum(line: str) -> str:
-    """The checksum a line we wrote begins with ("" if none), without hashing it again: what
-    the summary's chain hash is made of."""
-    return line[len(CHECKSUM_PREFIX):len(CHECKSUM_PREFIX) + CHECKSUM_HEX] \
-        if line.startswith(CHECKSUM_PREFIX) else ""
-
-
-def line_checksum(line: str) -> tuple[str | None, bool]:
-    """The checksum a line claims, and whether the rest of the line matches it."""
-    if not line.startswith(CHECKSUM_PREFIX):
-        return None, False
-    end = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
-    claimed = line[len(CHECKSUM_PREFIX):end]
-    body = hashlib.blake2b(b"{", digest_size=16)
-    body.update(line[end + 2:].encode("utf-8") if line[end:end + 2] == '",' else b"}")
-    return claimed, body.hexdigest() == claimed
-
-
-def chain_update(chain: str, checksum: str) -> str:
-    return hashlib.blake2b((chain + checksum).encode("ascii"), digest_size=16).hexdigest()
 
 
 def decompress(path: Path, data: bytes, inflater_of: Callable[..., Any] = zlib_ng.decompressobj) -> bytes:
@@ -276,85 +226,6 @@ class Journal:
     def close(self) -> None:
         if not self._handle.closed:
             self._handle.close()
-
-
-GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
-"""What ``gzip.GzipFile(filename="", mtime=0, compresslevel=9)`` writes first: deflate, no name,
-no time, best compression (XFL 2), unknown system (255)."""
-
-
-class FinalGzip:
-    """The final cassette's bytes, compressed as the lines come: what ``gzip.GzipFile``
-    (``filename=""``, ``mtime=0``, level 9) writes for all the lines at once, because deflate's
-    output does not depend on how its input is cut (``tests/cassette/test_persist.py``). ~270 KB
-    of deflate state while it is open."""
-
-    def __init__(self, lines: Sequence[str] = ()) -> None:
-        self._deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
-        self._parts = [GZIP_HEADER]
-        self._crc = 0
-        self._size = 0
-        self.add(lines)
-
-    def add(self, lines: Sequence[str]) -> None:
-        if not lines:
-            return
-        data = lines_bytes(lines)
-        self._crc = zlib.crc32(data, self._crc)
-        self._size += len(data)
-        self._parts.append(self._deflate.compress(data))
-
-    def bytes(self, more: Sequence[str] = ()) -> bytes:
-        """The gzip file of the lines added so far and ``more`` (which are not added)."""
-        deflate, data = self._deflate.copy(), lines_bytes(more)
-        trailer = struct.pack("<II", zlib.crc32(data, self._crc), (self._size + len(data)) & 0xFFFFFFFF)
-        return b"".join([*self._parts, deflate.compress(data), deflate.flush(), trailer])
-
-
-def lines_bytes(lines: Sequence[str]) -> bytes:
-    """Lines as a cassette file holds them: each ended by a newline, UTF-8."""
-    return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
-class WrittenLines:
-    """The record lines of a cassette, as little of them as it needs kept: each line's claimed
-    checksum (the summary's chain is made of them), and the text only until the cassette
-    records; from then on the lines are compressed into the final file as they come
-    (:class:`FinalGzip`). A recording job so keeps ~1 KB a call, not its ~14 KB line, and its
-    end compresses only the summary. A cassette that only replays keeps its text, as read."""
-
-    def __init__(self) -> None:
-        self.checksums: list[str] = []
-        self._text: list[str] = []
-        self._final: FinalGzip | None = None
-
-    def __len__(self) -> int:
-        return len(self.checksums)
-
-    def add(self, lines: Sequence[str], compress: bool = True) -> None:
-        self.checksums.extend(map(claimed_checksum, lines))
-        self._text.extend(lines)
-        if compress:
-            self._compressed()
-
-    def _compressed(self) -> FinalGzip:
-        if self._final is None:
-            self._final = FinalGzip()
-        if self._text:
-            self._final.add(self._text)
-            self._text = []
-        return self._final
-
-    def lines(self) -> list[str]:
-        """Every line's text (what is compressed, decompressed again)."""
-        if self._final is None:
-            return list(self._text)
-        text = zlib.decompress(self._final.bytes(), wbits=31).decode("utf-8")
-        return text.split("\n")[:-1] + self._text  # not splitlines: U+2028 may stand in a line
-
-    def final_bytes(self, more: Sequence[str] = ()) -> bytes:
-        """The final file: every line, then ``more`` (the summary), compressed."""
-        return self._compressed().bytes(more)
 
 
 def write_final(path: Path, lines: Sequence[str]) -> None:

@@ -1,0 +1,60 @@
+"""Cassette record lines: each is the record's canonical JSON, begun by its own checksum, and the
+summary's chain hash is made of those checksums (the format: :mod:`vcrime_audit.cassette.persist`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from ..canonical import canonical_json
+
+CHECKSUM_PREFIX = '{"checksum":"'
+CHECKSUM_HEX = 32
+
+
+def checksummed(record: dict[str, Any], known: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The record's checksum (blake2b of its canonical JSON without ``checksum``) and the record
+    as one canonical line that starts with that checksum. ``known``: the canonical JSON of some
+    of its values, already made (a call's request): the object's canonical JSON is its members'
+    in key order, so those are not written again (``tests/cassette/test_persist.py`` checks the
+    bytes against :func:`canonical_json` of the whole)."""
+    if known:
+        text = "{" + ",".join(f"{canonical_json(k)}:{known[k] if k in known else canonical_json(record[k])}"
+                              for k in sorted(record) if k != "checksum") + "}"
+    else:
+        text = canonical_json({k: v for k, v in record.items() if k != "checksum"})
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    line = f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
+    return digest, line
+
+
+def record_checksum(record: dict[str, Any]) -> str:
+    return checksummed(record)[0]
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """The record as one canonical line that starts with its checksum."""
+    return checksummed(record)[1]
+
+
+def claimed_checksum(line: str) -> str:
+    """The checksum a line we wrote begins with ("" if none), without hashing it again: what
+    the summary's chain hash is made of."""
+    return line[len(CHECKSUM_PREFIX):len(CHECKSUM_PREFIX) + CHECKSUM_HEX] \
+        if line.startswith(CHECKSUM_PREFIX) else ""
+
+
+def line_checksum(line: str) -> tuple[str | None, bool]:
+    """The checksum a line claims, and whether the rest of the line matches it."""
+    if not line.startswith(CHECKSUM_PREFIX):
+        return None, False
+    end = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
+    claimed = line[len(CHECKSUM_PREFIX):end]
+    body = hashlib.blake2b(b"{", digest_size=16)
+    body.update(line[end + 2:].encode("utf-8") if line[end:end + 2] == '",' else b"}")
+    return claimed, body.hexdigest() == claimed
+
+
+def chain_update(chain: str, checksum: str) -> str:
+    return hashlib.blake2b((chain + checksum).encode("ascii"), digest_size=16).hexdigest()
