@@ -263,7 +263,7 @@ def test_a_failed_replay_lets_go_of_its_frames_at_once(tmp_path):
     import gc
 
     from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode
-    from vcrime_audit.verify import _replay_in_memory, _run_tables
+    from vcrime_audit.verify import _replay_in_memory, _run_table_tuples
 
     records = read_records(DEMO)
     location = next(iter(records[0]["meta"]["initial_world"]["locations"].values()))
@@ -274,7 +274,7 @@ def test_a_failed_replay_lets_go_of_its_frames_at_once(tmp_path):
     gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage, not freed
     try:
         with pytest.raises(CassetteMiss):
-            _replay_in_memory(Cassette(edited, RecordMode.none), _run_tables)
+            _replay_in_memory(Cassette(edited, RecordMode.none), _run_table_tuples)
         gc.collect()
         kept = sorted({type(o).__name__ for o in gc.garbage} & {"frame", "Cassette", "Store", "WorldState"})
         assert kept == []

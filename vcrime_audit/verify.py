@@ -20,7 +20,7 @@ from .cassette.persist import cassette_exists, journal_path
 from .collector import collector_off_in_this_process, collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
 from .recorder import writer_alive
-from .rowdigest import TableTuples, as_dicts, compare_table_tuples, compare_tables
+from .rowdigest import TableTuples, compare_table_tuples, compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
 from .store.db import RUN_TABLES, StoreError
@@ -48,19 +48,14 @@ class Verdict:
 
 
 def _run_table_tuples(store: Store, run_id: str) -> dict[str, TableTuples]:
-    """:func:`_run_tables` as columns and rows' values (:func:`rowdigest.compare_table_tuples`);
-    a run the store lacks is one row of no columns."""
+    """The rows of a run that ``verify`` compares (:func:`rowdigest.compare_table_tuples`): its
+    run, its turns' rows and its live judgments, as columns and rows' values; not its follow-ups,
+    each verified on its own. A run the store lacks is one row of no columns."""
     runs = store.row_tuples("runs", run_id)
     out = {"runs": runs if runs[1] else ([], [()])}
     for table in RUN_TABLES[1:]:
         out[table] = store.row_tuples(table, run_id, "source = 'live'" if table == "judgments" else "")
     return out
-
-
-def _run_tables(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
-    """The rows of a run that ``verify`` compares: its run, its turns' rows and its live
-    judgments (not its follow-ups: each is verified on its own)."""
-    return as_dicts(_run_table_tuples(store, run_id))
 
 
 def _find(recorded: str | None, search: list[Path]) -> Path | None:
