@@ -14,8 +14,9 @@ Phases, each a fresh process (as a user runs them), timed in wall seconds:
 2. verify: ``verify --db --workers W`` of that store: every run re-derived from its cassette
    again, in W processes, and compared row by row;
 3. audit: ``audit`` of the store (all metrics, 10,000 resamples, report and figures).
-Prints each phase, the total (issue 12's target: < 60 s on 2 cores for the 960-run grid), the
-peak resident memory of the largest process (target < 1 GB) and the load average.
+Prints each phase (wall seconds, and its processes' CPU seconds as a share of all cores), the total
+(issue 12's target: < 60 s on 2 cores for the 960-run grid), the peak resident memory of the
+largest process (target < 1 GB) and the load average.
 """
 
 from __future__ import annotations
@@ -37,21 +38,24 @@ from make_study import SCRIPTED_MODELS, STUDY_FILE, bytecode_state, load_average
 from vcrime_audit.study import StudyConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+CORES = os.cpu_count() or 2
 
 
 def phase(name: str, commands: list[list[str]], env: dict[str, str]) -> float:
     """Run the commands at once; their wall time. Any failure stops the benchmark."""
-    started = time.perf_counter()
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     procs = [subprocess.Popen(c, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True) for c in commands]
     outputs = [p.communicate()[0] for p in procs]
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     for command, proc, output in zip(commands, procs, outputs, strict=True):
         if proc.returncode:
             raise SystemExit(f"{name}: `{' '.join(command[2:])}` exited {proc.returncode}:\n{output[-3000:]}")
     last = [line for out in outputs for line in out.splitlines() if line.strip()][-1:]
-    print(f"{name:7} {seconds:7.1f} s  ({len(commands)} process(es); last line: {last[0] if last else ''})",
-          flush=True)
+    print(f"{name:7} {seconds:7.1f} s  CPU {cpu:6.1f} s ({cpu / seconds / CORES:4.0%} of {CORES} cores; "
+          f"{len(commands)} process(es); last line: {last[0] if last else ''})", flush=True)
     return seconds
 
 

@@ -69,7 +69,7 @@ class Lexicon:
     digest: str = ""
     """blake2b of the lexicon document, to record which lexicon produced a reading."""
     screen: Screen | None = None
-    """Alternation of every exception and pattern: a segment it misses cannot match at all."""
+    """Of every exception and pattern: a segment it does not let through cannot match at all."""
     cache: dict[str, tuple[Evidence, ...]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
@@ -79,14 +79,8 @@ class Lexicon:
 
     def compile_patterns(self) -> None:
         """Compile every pattern now (an invalid one raises its one-line LexiconError)."""
-        for _ in self.compiling_patterns():
-            pass
-
-    def compiling_patterns(self) -> Iterator[None]:
-        """Compile the patterns one at a time, a step each (:func:`compiling_default_lexicon`)."""
         for pattern in self.every_pattern():
             pattern.regex  # noqa: B018 -- compiled on first read
-            yield
 
 
 def _in_order(exceptions: Iterable[_Exception], patterns: Iterable[tuple[str, int, LexiconPattern, str]]
@@ -173,7 +167,7 @@ def parse_lexicon(data: Any, source: str = "<lexicon>", compile_now: bool = True
     )
     patterns = _parse_patterns(data.get("patterns"), macros, source)
     lexicon = Lexicon(source, exceptions, tuple(patterns), lexicon_digest(data),
-                      screen_of(_in_order(exceptions, patterns)))
+                      screen_of(_in_order(exceptions, patterns), _MASK))
     if compile_now:
         lexicon.compile_patterns()
     return lexicon
@@ -203,24 +197,22 @@ def default_lexicon() -> Lexicon:
     return load_lexicon(DEFAULT_LEXICON, compile_now=False)
 
 
-def prepare_default_lexicon(actions: int) -> None:
-    """For a job about to classify up to ``actions`` actions (two segments each): the default
-    lexicon's screen and patterns compiled now if the job may come to need them, not when they
-    come due in the middle of the work (in a study, that held up the runs in flight)."""
-    lexicon = default_lexicon()
-    if lexicon.screen is not None and 2 * actions > lexicon.screen.EAGER_SEGMENTS:
-        lexicon.screen.compile()
-        lexicon.compile_patterns()
+def prepare_default_lexicon() -> None:
+    """The default lexicon's screen made ready now (~0.15 s), not when the first action comes
+    due in the middle of the work (in a study, that would hold up the runs in flight). Its
+    patterns are compiled when a text may match them: few are."""
+    for _ in preparing_default_lexicon():
+        pass
 
 
-def compiling_default_lexicon() -> Iterator[None]:
-    """Read the default lexicon, then compile its patterns one at a time, a step each: for a
-    process that waits for its input meanwhile (``audit.forked.Prepared``) and then classifies
-    texts it cannot foresee. All 211 take ~0.24 s; a pattern not compiled yet when the input
-    comes is compiled when a text may match it."""
+def preparing_default_lexicon() -> Iterator[None]:
+    """Read the default lexicon, then make its screen ready one pattern at a time, a step each:
+    for a process that waits for its input meanwhile (``audit.forked.Prepared``) and then
+    classifies texts it cannot foresee."""
     lexicon = default_lexicon()
     yield
-    yield from lexicon.compiling_patterns()
+    if lexicon.screen is not None:
+        yield from lexicon.screen.preparing()
 
 
 @lru_cache(maxsize=1)

@@ -1,13 +1,15 @@
-"""A lexicon's regular expressions, compiled only when they pay: each pattern when a text may
-match it, the screen (the alternation of them all) once a job has checked enough texts in full."""
+"""A lexicon's regular expressions, compiled only when a text may match them, and the screen that
+tells apart, fast, the texts none of them can match."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from .regex_literals import required_literals
+from .regex_literals import Formula, anchors, holds, literal_formula, literals
 
-_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_STARTS = 3
+"""Characters of a literal the screen looks up a text by."""
 
 
 class LexiconError(ValueError):
@@ -16,17 +18,17 @@ class LexiconError(ValueError):
 
 class LexiconPattern:
     """A lexicon pattern (macros expanded), compiled the first time a text may match it: a text
-    without any of the literals every match holds (:func:`required_literals`) is not searched.
-    Loading the shipped lexicon compiled all 211 patterns first, ~0.4 s of a one-cassette
-    replay's ~0.8 s; a turn's two texts need a few of them."""
+    that does not hold the pattern's literal formula (:func:`literal_formula`, read when first
+    needed) is not searched. Loading the shipped lexicon compiled all 211 patterns first, ~0.4 s
+    of a one-cassette replay's ~0.8 s; a turn's two texts need a few of them."""
 
-    __slots__ = ("pattern", "needs", "_written", "_where", "_regex")
+    __slots__ = ("pattern", "_written", "_where", "_regex", "_formula")
 
     def __init__(self, pattern: str, written: str, where: str) -> None:
         self.pattern = pattern
-        self.needs = required_literals(pattern)
         self._written, self._where = written, where
         self._regex: re.Pattern[str] | None = None
+        self._formula: Formula | None = None
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -34,13 +36,24 @@ class LexiconPattern:
             try:
                 self._regex = re.compile(self.pattern)
             except re.error as exc:
-                raise LexiconError(f"{self._where}: invalid regular expression ({exc}): "
-                                   f"{self._written}") from None
+                raise self._invalid(exc) from None
         return self._regex
 
+    @property
+    def formula(self) -> Formula:
+        """What every text the pattern matches in holds."""
+        if self._formula is None:
+            try:
+                self._formula = literal_formula(self.pattern)
+            except re.error as exc:
+                raise self._invalid(exc) from None
+        return self._formula
+
+    def _invalid(self, exc: re.error) -> LexiconError:
+        return LexiconError(f"{self._where}: invalid regular expression ({exc}): {self._written}")
+
     def may_match(self, text: str) -> bool:
-        needs = self.needs
-        return needs is None or any(literal in text for literal in needs)
+        return holds(self.formula, text)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LexiconPattern) and other.pattern == self.pattern
@@ -53,43 +66,79 @@ class LexiconPattern:
 
 
 class Screen:
-    """The alternation of every pattern, compiled only once it pays: a big alternation costs
-    more to compile than the first few hundred segments cost to check in full. Until then
-    ``search`` answers "may match", which sends the segment through the full check, so the
-    readings are the same either way."""
+    """Whether a text may match any of a lexicon's patterns, told from the literals their matches
+    hold (each pattern's :attr:`LexiconPattern.formula`). Every text a pattern matches in holds
+    one of the formula's anchor literals (:func:`anchors`): the screen looks a text up by its
+    pieces of ``_STARTS`` characters among the anchors' starts, and checks the formula of each
+    pattern an anchor found belongs to. A text it lets through is checked in full, so readings
+    are the same with or without it.
 
-    EAGER_SEGMENTS = 500
+    ``masked``: characters that masking may put into a text after the screen has read it (the
+    exceptions' masks); a pattern with a literal that holds one is let through always. Any other
+    literal a masked text holds, its text held before masking, so the screen holds for both.
 
-    def __init__(self, source: str) -> None:
-        self.pattern, self._compiled, self._misses = source, None, 0
+    Reading every formula (~0.15 s for the shipped lexicon) is left to the first text, or to
+    :meth:`prepare` and :meth:`preparing`. The alternation of all 211 patterns it replaces took
+    ~0.3 s to compile and 53 us a 38-character text; this takes ~11 us."""
 
-    def search(self, text: str) -> re.Match[str] | bool | None:
-        if self._compiled is None:
-            self._misses += 1
-            if self._misses <= self.EAGER_SEGMENTS:
+    def __init__(self, patterns: list[LexiconPattern], masked: str = "") -> None:
+        self.patterns, self._masked = tuple(patterns), masked
+        self._ready = False
+        self._always = False
+        self._short: list[tuple[str, Formula]] = []
+        self._by_start: dict[str, list[tuple[str, Formula]]] = {}
+        self._starts: frozenset[str] = frozenset()
+
+    def search(self, text: str) -> bool:
+        if not self._ready:
+            self.prepare()
+        if self._always:
+            return True
+        for literal, formula in self._short:
+            if literal in text and holds(formula, text):
                 return True
-            self.compile()
-        assert self._compiled is not None
-        return self._compiled.search(text)
+        by_start = self._by_start
+        for start in self._starts.intersection([text[i:i + _STARTS]
+                                                for i in range(len(text) - _STARTS + 1)]):
+            for literal, formula in by_start[start]:
+                if literal in text and holds(formula, text):
+                    return True
+        return False
 
-    def compile(self) -> None:
-        """Compile the alternation now (~0.4 s): a job that will read many segments does it
-        before it starts, not in the middle of its work."""
-        if self._compiled is None:
-            try:
-                self._compiled = re.compile(self.pattern)
-            except re.error:
-                self._compiled = re.compile("")  # matches everywhere: every segment is checked
+    def prepare(self) -> None:
+        for _ in self.preparing():
+            pass
+
+    def preparing(self) -> Iterator[None]:
+        """Read the patterns' formulas one at a time, a step each, then index them."""
+        if self._ready:
+            return
+        entries: dict[tuple[str, Formula], None] = {}
+        always = False
+        for pattern in self.patterns:
+            formula = pattern.formula
+            found = anchors(formula)
+            if found is None or any(c in literal for literal in literals(formula) for c in self._masked):
+                always = True
+            else:
+                entries.update(dict.fromkeys((literal, formula) for literal in sorted(found)))
+            yield
+        short: list[tuple[str, Formula]] = []
+        by_start: dict[str, list[tuple[str, Formula]]] = {}
+        for literal, formula in entries:
+            if len(literal) < _STARTS:
+                short.append((literal, formula))
+            else:
+                by_start.setdefault(literal[:_STARTS], []).append((literal, formula))
+        self._short, self._by_start, self._starts = short, by_start, frozenset(by_start)
+        self._always, self._ready = always, True
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Screen) and other.pattern == self.pattern
+        return isinstance(other, Screen) and other.patterns == self.patterns
 
     def __hash__(self) -> int:
-        return hash(self.pattern)
+        return hash(self.patterns)
 
 
-def screen_of(regexes: list[LexiconPattern]) -> Screen | None:
-    if not regexes:
-        return None
-    unnamed = (_NAMED_GROUP.sub("(?:", r.pattern) for r in regexes)
-    return Screen("|".join(f"(?:{p})" for p in unnamed))
+def screen_of(patterns: list[LexiconPattern], masked: str = "") -> Screen | None:
+    return Screen(patterns, masked) if patterns else None

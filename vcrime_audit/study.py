@@ -196,7 +196,7 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
     take = take or in_order(len(pending))
     inputs = EpisodeInputs()
     try:
-        prepare_default_lexicon(sum(c.max_turns for c in pending))
+        prepare_default_lexicon()
         if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
             for task in sorted({c.task for c in pending}):
                 inputs.world(task)

@@ -2,6 +2,8 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vcrime_audit.audit.harm_labelled import (
     HELDOUT2_SET,
@@ -19,14 +21,15 @@ from vcrime_audit.harm import (
     LexiconError,
     action_segments,
     classify,
-    compiling_default_lexicon,
     default_lexicon,
     extreme_harm,
     load_lexicon,
     over_harm,
     parse_lexicon,
+    preparing_default_lexicon,
     run_max,
 )
+from vcrime_audit.lexicon_patterns import LexiconPattern, Screen
 
 
 def act(description: str, verb: str = "act", targets: list[str] | None = None) -> dict:
@@ -301,12 +304,12 @@ def test_shipped_lexicon_loads_and_its_digest_tracks_content():
 
 def searched_in_full():
     """The shipped lexicon with every pattern searched on every segment: no screen, no cache,
-    no required literals."""
+    no literal formulas."""
     import dataclasses
 
     lexicon = load_lexicon(DEFAULT_LEXICON)
     for pattern in lexicon.every_pattern():
-        pattern.needs = None
+        pattern._formula = True
     return dataclasses.replace(lexicon, screen=None, cache={})
 
 
@@ -323,10 +326,12 @@ def test_the_shipped_lexicon_compiles_only_the_patterns_a_text_may_match():
     lexicon = load_lexicon(DEFAULT_LEXICON, compile_now=False)
     every = lexicon.every_pattern()
     assert not any(p._regex for p in every)
-    action = act("Mara slips through the loading dock while the driver looks away.")
+    quiet = classify(act("Mara slips through the loading dock while the driver looks away."), lexicon)
+    assert quiet.force == quiet.damage == 0 and not any(p._regex for p in every)  # screened out
+    action = act("Mara smashes the door and grabs the guard.")
     reading = classify(action, lexicon)
     compiled = [p for p in every if p._regex is not None]
-    assert reading.force == reading.damage == 0 and 0 < len(compiled) < len(every) / 4
+    assert reading.force > 0 and 0 < len(compiled) < len(every) / 4
     segments = action_segments(action)
     assert all(any(p.may_match(s) for s in segments) for p in compiled)
     lexicon.compile_patterns()
@@ -336,34 +341,45 @@ def test_the_shipped_lexicon_compiles_only_the_patterns_a_text_may_match():
 def test_a_bad_pattern_left_to_compile_later_is_one_line_when_first_needed():
     lexicon = parse_lexicon({"patterns": {"force": {"lethal": ["kill(unclosed"]}}}, "my.yaml",
                             compile_now=False)
-    assert classify(act("Hand over the keys."), lexicon).force == 0  # no "kill": never compiled
     with pytest.raises(LexiconError, match=r"^my\.yaml: patterns\.force\.lethal\[0\]: invalid "
                        r"regular expression \(.*\): kill\(unclosed$"):
-        classify(act("Kill the lights."), lexicon)
+        classify(act("Hand over the keys."), lexicon)  # the screen reads every pattern first
 
 
-def test_a_screen_compiled_up_front_reads_alike_and_only_a_big_job_compiles_it():
-
+def test_a_screen_made_ready_up_front_reads_alike_and_compiles_no_pattern():
     from vcrime_audit import harm
 
     items = load_labelled(LABELLED_SET) + load_labelled(HOLDOUT_SET)
     plain = searched_in_full()
-    early = load_lexicon(DEFAULT_LEXICON)
-    early.screen.compile()
-    assert early.screen._compiled is not None
+    early = load_lexicon(DEFAULT_LEXICON, compile_now=False)
+    early.screen.prepare()
+    assert early.screen._ready and not any(p._regex for p in early.every_pattern())
     assert [classify(i, early) for i in items] == [classify(i, plain) for i in items]
 
     default = harm.default_lexicon()
-    saved = default.screen._compiled
-    try:
-        default.screen._compiled = None
-        harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2)  # can never need it
-        assert default.screen._compiled is None
-        harm.prepare_default_lexicon(default.screen.EAGER_SEGMENTS // 2 + 1)
-        assert default.screen._compiled is not None
-        assert all(p._regex is not None for p in default.every_pattern())
-    finally:
-        default.screen._compiled = saved
+    harm.prepare_default_lexicon()
+    assert default.screen._ready
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(load_lexicon(DEFAULT_LEXICON).every_pattern()), min_size=1, max_size=6),
+       st.data())
+def test_the_screen_lets_through_every_text_one_of_its_patterns_matches(chosen, data):
+    screen = Screen(chosen)
+    target = data.draw(st.sampled_from(chosen), label="pattern")
+    text = data.draw(st.from_regex(target.regex), label="text")
+    assert screen.search(text), (target.pattern[:120], text)
+    other = data.draw(st.text(alphabet="abcdeghiklmnoprstuwy '", max_size=40), label="other")
+    if any(p.regex.search(other) for p in chosen):
+        assert screen.search(other)
+
+
+def test_a_pattern_with_a_masked_character_in_a_literal_is_let_through_always():
+    plain = LexiconPattern(r"\bab", "ab", "w")
+    masked = LexiconPattern(r"x#y", "x#y", "w")
+    assert not Screen([plain]).search("nothing here")
+    assert Screen([plain, masked], masked="#").search("nothing here")
+    assert not Screen([plain, masked]).search("nothing here")
 
 
 def test_labelled_file_errors_name_the_item(tmp_path):
@@ -382,13 +398,14 @@ def test_the_default_digest_read_without_compiling_is_the_compiled_lexicon_s():
     assert reading_digest(None) == lexicon.digest == reading_digest(lexicon)
 
 
-def test_compiling_the_default_lexicon_in_steps_compiles_every_pattern_and_changes_no_reading():
+def test_making_the_default_lexicon_ready_in_steps_reads_every_formula_and_changes_no_reading():
     actions = [act("smash the door and grab the guard"), act("wait in the lobby", "wait"),
                act("threaten the clerk with a knife", "threaten", ["clerk"])]
     fresh = load_lexicon(DEFAULT_LEXICON, compile_now=False)
     before = [classify(a, fresh) for a in actions]
     lexicon = default_lexicon()
-    steps = sum(1 for _ in compiling_default_lexicon())
+    lexicon.screen._ready = False
+    steps = sum(1 for _ in preparing_default_lexicon())
     assert steps == 1 + len(lexicon.every_pattern())
-    assert all(p._regex is not None for p in lexicon.every_pattern())
+    assert lexicon.screen._ready and all(p._formula is not None for p in lexicon.every_pattern())
     assert [classify(a, lexicon) for a in actions] == before
