@@ -37,11 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(paths: list[Path]) -> None:
-    """Replay each cassette into a store in memory (run in the counted process)."""
+    """Replay each cassette into a store in memory (run in the counted process), the harm
+    lexicon made ready first, as a study or ``verify`` makes it before its runs."""
+    from vcrime_audit import harm
     from vcrime_audit.cassette import Cassette, RecordMode
     from vcrime_audit.runner import replay_loaded
     from vcrime_audit.store import Store
 
+    try:
+        harm.prepare_default_lexicon()
+    except TypeError:  # a checkout before stop 40 takes the job's actions
+        harm.prepare_default_lexicon(10**6)
     for path in paths:
         store = Store.in_memory()
         try:

@@ -1,10 +1,13 @@
 import asyncio
 import gzip
+import hashlib
+import json
 
 import pytest
 
 from vcrime_audit.backends.base import GenerateRequest, Message, Sampling
 from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordingBackend, RecordMode
+from vcrime_audit.cassette.lines import line_checksum
 from vcrime_audit.cassette.persist import read_records, write_records
 
 
@@ -140,3 +143,38 @@ def test_hand_edited_request_is_detected_even_when_re_signed(tmp_path, echo):
     write_records(path, records)
     with pytest.raises(CassetteError, match="key does not match"):
         ask(RecordingBackend(Cassette(path, RecordMode.none)), request())
+
+
+def test_a_call_record_with_a_null_error_and_no_result_is_one_clear_error(tmp_path, echo):
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    records = read_records(path)
+    del records[1]["result"]
+    records[1]["error"] = None
+    write_records(path, records)
+    with pytest.raises(CassetteError, match=r"record 2: call record lacks result; fix:"):
+        Cassette(path, RecordMode.none)
+
+
+def test_a_call_line_written_another_way_replays_by_its_values(tmp_path, echo):
+    """A line that is valid but not as we write it (members reordered, spaces), re-signed: the
+    replay compares the request's values, as it does for a format-1 line."""
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    records = read_records(path)
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    body = json.dumps({k: v for k, v in reversed(records[1].items()) if k != "checksum"})
+    checksum = hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+    lines[1] = f'{{"checksum":"{checksum}",' + body[1:]
+    assert len(lines) == 2 and line_checksum(lines[1]) == (checksum, True)  # saved: no summary
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    replayed = Cassette(path, RecordMode.none)
+    assert ask(RecordingBackend(replayed), request()).text == ask(RecordingBackend(Cassette(
+        tmp_path / "fresh.jsonl.gz", RecordMode.once), echo), request()).text
+    edited = request(content="other")
+    with pytest.raises(CassetteMiss):
+        ask(RecordingBackend(Cassette(path, RecordMode.none)), edited)

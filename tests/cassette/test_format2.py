@@ -7,13 +7,14 @@ import gzip
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.cassette.test_persist import gzipfile_bytes
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
+from vcrime_audit.canonical import canonical_json
 from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
-from vcrime_audit.cassette.lines import line_checksum, record_line
+from vcrime_audit.cassette.lines import gives_request, line_checksum, record_line
 from vcrime_audit.cassette.persist import MAX_BYTES_ENV, journal_path, read_records
 
 
@@ -294,3 +295,50 @@ def test_format_1_cassettes_still_read(tmp_path):
     cassette = Cassette(path, RecordMode.none)
     assert cassette.format == 1 and ask(RecordingBackend(cassette), req).text == "old"
     assert read_records(path)[1]["parsed"] is None
+
+
+REQUESTS = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='a"\\,:{}[] r'),
+                        lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.sampled_from(["request", "result", "type", "a"]), inner,
+                                          max_size=3), max_leaves=8)
+
+
+@st.composite
+def call_lines(draw):
+    """A call line a replay might read: one we write, or members of any order, nesting and
+    repetition, built from texts that hold the tail a written line ends with."""
+    request = draw(REQUESTS)
+    result = draw(st.dictionaries(st.sampled_from(["text", "seconds"]), st.text(max_size=3) | st.integers(),
+                                  max_size=2))
+    target = canonical_json(request)
+    written = canonical_json({"type": "call", "request": request, "result": result})
+    tail = f',"result":{canonical_json(result)},"type":"call"}}'
+    pieces = [target, canonical_json(result), '"call"', written, json.dumps(written),
+              '{"request":' + target + tail, canonical_json(draw(REQUESTS))]
+    keys = ["request", "result", "type", "parsed", '\\"request', 'x\\",\\"request']  # "\"request"
+    members = draw(st.lists(st.tuples(st.sampled_from(keys),
+                                      st.sampled_from(pieces)), min_size=1, max_size=6))
+    if draw(st.booleans()):
+        members += [(draw(st.sampled_from(keys)), target), ("result", canonical_json(result)),
+                    ("type", '"call"')]
+    gap = draw(st.sampled_from(["", " "]))
+    return request, "{" + f",{gap}".join(f'"{k}":{gap}{v}' for k, v in members) + "}"
+
+
+@settings(max_examples=1500, suppress_health_check=list(HealthCheck))
+@given(call_lines())
+def test_a_line_said_to_give_a_request_gives_exactly_it(case):
+    request, line = case
+    record = json.loads(line)
+    if gives_request(line, record, canonical_json(request)):
+        assert record["request"] == request and canonical_json(record["request"]) == canonical_json(request)
+
+
+def test_every_call_line_written_gives_its_request():
+    for record in ({"type": "call", "key": "k", "request": {"a": [1, "x"]}, "fingerprint": {},
+                    "result": {"text": "t", "seconds": 0.5}, "parsed": None},
+                   {"type": "call", "key": "k", "request": {"a": 1.0}, "fingerprint": {},
+                    "error": {"type": "BackendError", "message": "m"}}):
+        line = record_line(record)
+        assert gives_request(line, json.loads(line), canonical_json(record["request"]))
+        assert not gives_request(line, json.loads(line), canonical_json({"a": 2}))

@@ -26,7 +26,7 @@ from ..canonical import to_plain
 from .diff import nearest, request_diff
 from .final_gzip import WrittenLines
 from .keys import cassette_key
-from .lines import chain_update, checksummed, record_checksum, record_line
+from .lines import chain_update, checksummed, gives_request, record_checksum, record_line
 from .persist import (
     FORMAT_VERSION,
     CassetteFileError,
@@ -94,7 +94,8 @@ class Cassette:
         of a recording job's memory."""
         self.format = FORMAT_VERSION
         self._written = WrittenLines()
-        self._by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_key: dict[str, list[tuple[dict[str, Any], str | None]]] = defaultdict(list)
+        """Each key's call records, in order, with their lines (format 2)."""
         self._played: dict[str, int] = defaultdict(int)
         self._pending: list[Pending] = []
         self._journal: Journal | None = None
@@ -135,7 +136,7 @@ class Cassette:
             if kind == "call":
                 self._check_call(where, number, record)
                 self.calls.append(record)
-                self._by_key[record["key"]].append(record)
+                self._by_key[record["key"]].append((record, line if self.format >= 2 else None))
             elif kind == "summary":
                 self.summary = record
                 self._check_chain(where, record, chain, len(kept))
@@ -151,7 +152,7 @@ class Cassette:
 
     def _check_call(self, where: Path, number: int, record: dict[str, Any]) -> None:
         missing = [k for k in CALL_FIELDS if k not in record]
-        if "result" not in record and "error" not in record:
+        if "result" not in record and record.get("error") is None:
             missing.append("result")
         if missing:
             raise CassetteError(f"{where}: record {number}: call record lacks "
@@ -224,8 +225,10 @@ class Cassette:
         if index >= len(recorded):
             return None
         self._played[key] += 1
-        record = recorded[index]
-        if record["request"] != plain or record["fingerprint"] != fingerprint:
+        record, line = recorded[index]
+        if record["fingerprint"] != fingerprint or not (
+                (line is not None and gives_request(line, record, request.canonical()))
+                or record["request"] == plain):
             raise CassetteError(f"{self.path}: a recorded {request.role} '{request.call}' call's key "
                                 "does not match its request (edited?); fix: re-record the cassette "
                                 "or restore it from git")

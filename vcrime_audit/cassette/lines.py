@@ -58,3 +58,30 @@ def line_checksum(line: str) -> tuple[str | None, bool]:
 
 def chain_update(chain: str, checksum: str) -> str:
     return hashlib.blake2b((chain + checksum).encode("ascii"), digest_size=16).hexdigest()
+
+
+_REQUEST_MEMBER = ',"request":'
+_CALL_END = ',"type":"call"}'
+
+
+def gives_request(line: str, record: Mapping[str, Any], request: str) -> bool:
+    """Whether ``line``, a valid JSON object that was read as ``record``, gives the canonical
+    JSON ``request`` as the record's request, told without reading the line's request: it ends
+    with ``,"request":`` ``request``, the result's canonical JSON as its member, and
+    ``,"type":"call"}``, as every call line we write does. False says nothing (compare values).
+
+    Why a true answer is exact, whoever wrote the line: the comma before ``"request"`` cannot be
+    inside a string (the quote after it would end the string, and ``r`` cannot follow a string).
+    So ``"request"`` is a key, and the members after it are complete JSON values (canonical JSON,
+    ours), up to the line's last ``}``, which closes the top-level object: ``request`` is the value
+    of the object's last ``"request"`` key, the one a JSON reader keeps."""
+    if "result" in record:
+        try:
+            tail = ',"result":' + canonical_json(record["result"]) + _CALL_END
+        except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
+            return False
+    else:
+        tail = _CALL_END
+    start = len(line) - len(tail) - len(request)
+    return (start > len(_REQUEST_MEMBER) and line.endswith(tail) and line.startswith(request, start)
+            and line.startswith(_REQUEST_MEMBER, start - len(_REQUEST_MEMBER)))
