@@ -86,10 +86,11 @@ def _non_finite(plain: Any) -> bool:
 
 _WALK_BYTES_PER_VALUE = 32
 _WALK_VALUES = 16
-"""Data of few values (a column of a row digest), or with more bytes per value than
-``_WALK_BYTES_PER_VALUE`` (long texts: stored rows, worlds, requests), is checked value by value
-(:func:`written_alike`, ~60 ns a value); other data byte by byte (:func:`_small_float`,
-:func:`_non_finite`: ~2 ns a byte, and ~1 us to call pydantic's encoder)."""
+"""Data that holds ``null`` and few values (a column of a row digest), or more bytes per value
+than ``_WALK_BYTES_PER_VALUE`` (long texts: stored rows, worlds, requests), is checked value by
+value (:func:`written_alike`, ~60 ns a value); other data with ``null`` byte by byte
+(:func:`_small_float`, :func:`_non_finite`: ~2 ns a byte, and ~1 us to call pydantic's encoder).
+Data without ``null`` needs only :func:`_small_float`."""
 
 
 def written_alike(plain: Any) -> bool:
@@ -137,10 +138,11 @@ def _orjson_canonical(plain: Any) -> bytes | None:
     (``null`` where the standard library raises), and what it refuses (integers beyond 64
     bits, lone surrogates, keys that are not strings, dataclasses, dates and subclasses). Each
     of those gets None, so the caller takes the standard library's path, which writes the
-    defined text or raises as before. Data of few values, or few for its length, is checked
-    value by value (:func:`written_alike`); other data by its bytes: the shapes of a small float
-    (:func:`_small_float`) and ``null`` get None wherever they stand, in a string too: that costs
-    time, never bytes.
+    defined text or raises as before. Bytes without ``null`` are checked for the shapes of a
+    small float (:func:`_small_float`), found wherever they stand, in a string too: that costs
+    time, never bytes. Where ``null`` stands (a None, or NaN written so), data of few values, or
+    few for its length, is checked value by value (:func:`written_alike`); other data by its
+    bytes and pydantic's encoder (:func:`_non_finite`).
 
     One difference is left: an ``Enum`` member or a ``UUID`` is written (as its value, as its
     text) where the standard library raises ``TypeError``; plain JSON data, what every caller
@@ -150,12 +152,12 @@ def _orjson_canonical(plain: Any) -> bytes | None:
         fast = orjson.dumps(plain, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
+    if b"null" not in fast:  # no None, nor a float orjson wrote as null
+        return None if _small_float(fast) else fast
     values = fast.count(b",") + 1  # at least the values it holds, keys counted as values
     if values <= _WALK_VALUES or len(fast) > _WALK_BYTES_PER_VALUE * values:
         return fast if written_alike(plain) else None
-    if _small_float(fast) or (b"null" in fast and _non_finite(plain)):
-        return None
-    return fast
+    return None if _small_float(fast) or _non_finite(plain) else fast
 
 
 def canonical_form_of_texts(plain: dict[str, Any], checked: tuple[Any, ...]) -> bytes | str:
