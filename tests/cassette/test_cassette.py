@@ -21,6 +21,15 @@ def ask(backend, req):
     return asyncio.run(backend.generate(req))
 
 
+def saved_one_call(tmp_path, echo):
+    """A cassette of one recorded call, saved (no summary), and its records."""
+    path = tmp_path / "c.jsonl.gz"
+    cassette = Cassette(path, RecordMode.once)
+    ask(RecordingBackend(cassette, echo), request())
+    cassette.save()
+    return path, read_records(path)
+
+
 @pytest.fixture
 def echo(scripted):
     return scripted(lambda r: {"echo": r.messages[-1].content, "seed": r.sampling.seed})
@@ -134,11 +143,7 @@ def test_corrupt_cassettes_are_named_with_line_and_fix(tmp_path, echo, damage, e
 
 def test_hand_edited_request_is_detected_even_when_re_signed(tmp_path, echo):
     """An edit written with fresh checksums passes the file's checks; the key catches it."""
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    ask(RecordingBackend(cassette, echo), request())
-    cassette.save()
-    records = read_records(path)
+    path, records = saved_one_call(tmp_path, echo)
     records[1]["request"]["messages"][1]["content"] = "edited"
     write_records(path, records)
     with pytest.raises(CassetteError, match="key does not match"):
@@ -146,11 +151,7 @@ def test_hand_edited_request_is_detected_even_when_re_signed(tmp_path, echo):
 
 
 def test_a_call_record_with_a_null_error_and_no_result_is_one_clear_error(tmp_path, echo):
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    ask(RecordingBackend(cassette, echo), request())
-    cassette.save()
-    records = read_records(path)
+    path, records = saved_one_call(tmp_path, echo)
     del records[1]["result"]
     records[1]["error"] = None
     write_records(path, records)
@@ -161,11 +162,7 @@ def test_a_call_record_with_a_null_error_and_no_result_is_one_clear_error(tmp_pa
 def test_a_call_line_written_another_way_replays_by_its_values(tmp_path, echo):
     """A line that is valid but not as we write it (members reordered, spaces), re-signed: the
     replay compares the request's values, as it does for a format-1 line."""
-    path = tmp_path / "c.jsonl.gz"
-    cassette = Cassette(path, RecordMode.once)
-    ask(RecordingBackend(cassette, echo), request())
-    cassette.save()
-    records = read_records(path)
+    path, records = saved_one_call(tmp_path, echo)
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     body = json.dumps({k: v for k, v in reversed(records[1].items()) if k != "checksum"})
     checksum = hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
