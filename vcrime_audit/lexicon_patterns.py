@@ -79,7 +79,8 @@ class Screen:
 
     Reading every formula (~0.15 s for the shipped lexicon) is left to the first text, or to
     :meth:`prepare` and :meth:`preparing`. The alternation of all 211 patterns it replaces took
-    ~0.3 s to compile and 53 us a 38-character text; this takes ~11 us."""
+    ~0.3 s to compile and 53 us a 38-character text; this takes ~6 us (6,770 segments of 120
+    c960 runs: it lets 98 through, of which the patterns match none)."""
 
     def __init__(self, patterns: list[LexiconPattern], masked: str = "") -> None:
         self.patterns, self._masked = tuple(patterns), masked
@@ -134,10 +135,11 @@ class Screen:
         self._always, self._ready = always, True
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Screen) and other.patterns == self.patterns
+        return (isinstance(other, Screen) and other.patterns == self.patterns
+                and other._masked == self._masked)
 
     def __hash__(self) -> int:
-        return hash(self.patterns)
+        return hash((self.patterns, self._masked))
 
 
 def screen_of(patterns: list[LexiconPattern], masked: str = "") -> Screen | None:
