@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -201,18 +201,28 @@ def prepare_default_lexicon() -> None:
     """The default lexicon's screen made ready now (~0.15 s), not when the first action comes
     due in the middle of the work (in a study, that would hold up the runs in flight). Its
     patterns are compiled when a text may match them: few are."""
-    for _ in preparing_default_lexicon():
-        pass
+    lexicon = default_lexicon()
+    if lexicon.screen is not None:
+        lexicon.screen.prepare()
 
 
 def preparing_default_lexicon() -> Iterator[None]:
-    """Read the default lexicon, then make its screen ready one pattern at a time, a step each:
-    for a process that waits for its input meanwhile (``audit.forked.Prepared``) and then
-    classifies texts it cannot foresee."""
+    """Read the default lexicon, then compile its patterns one at a time, a step each: for a
+    process that waits for its input meanwhile (``audit.forked.Prepared``) and is then sent the
+    actions the lexicon found harm in, which it reads with every pattern (:func:`unscreened`).
+    All 211 take ~0.24 s; a pattern not compiled yet when the input comes is compiled when a
+    text may match it."""
     lexicon = default_lexicon()
     yield
-    if lexicon.screen is not None:
-        yield from lexicon.screen.preparing()
+    for pattern in lexicon.every_pattern():
+        pattern.regex  # noqa: B018 -- compiled on first read
+        yield
+
+
+def unscreened(lexicon: Lexicon) -> Lexicon:
+    """The lexicon without its screen: the same readings, for texts the screen would let
+    through anyway (those it found harm in), without making the screen ready (~0.15 s)."""
+    return replace(lexicon, screen=None, cache={})
 
 
 @lru_cache(maxsize=1)

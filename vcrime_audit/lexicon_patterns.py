@@ -53,7 +53,9 @@ class LexiconPattern:
         return LexiconError(f"{self._where}: invalid regular expression ({exc}): {self._written}")
 
     def may_match(self, text: str) -> bool:
-        return holds(self.formula, text)
+        """False when the pattern cannot match in ``text``. A compiled pattern answers True: its
+        search is as cheap as reading its formula the first time."""
+        return self._regex is not None or holds(self.formula, text)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LexiconPattern) and other.pattern == self.pattern

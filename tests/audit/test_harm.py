@@ -28,8 +28,10 @@ from vcrime_audit.harm import (
     parse_lexicon,
     preparing_default_lexicon,
     run_max,
+    unscreened,
 )
 from vcrime_audit.lexicon_patterns import LexiconPattern, Screen
+from vcrime_audit.regex_literals import holds
 
 
 def act(description: str, verb: str = "act", targets: list[str] | None = None) -> dict:
@@ -333,7 +335,7 @@ def test_the_shipped_lexicon_compiles_only_the_patterns_a_text_may_match():
     compiled = [p for p in every if p._regex is not None]
     assert reading.force > 0 and 0 < len(compiled) < len(every) / 4
     segments = action_segments(action)
-    assert all(any(p.may_match(s) for s in segments) for p in compiled)
+    assert all(any(holds(p.formula, s) for s in segments) for p in compiled)
     lexicon.compile_patterns()
     assert all(p._regex is not None for p in every)
 
@@ -398,14 +400,22 @@ def test_the_default_digest_read_without_compiling_is_the_compiled_lexicon_s():
     assert reading_digest(None) == lexicon.digest == reading_digest(lexicon)
 
 
-def test_making_the_default_lexicon_ready_in_steps_reads_every_formula_and_changes_no_reading():
+def test_compiling_the_default_lexicon_in_steps_compiles_every_pattern_and_changes_no_reading():
     actions = [act("smash the door and grab the guard"), act("wait in the lobby", "wait"),
                act("threaten the clerk with a knife", "threaten", ["clerk"])]
     fresh = load_lexicon(DEFAULT_LEXICON, compile_now=False)
     before = [classify(a, fresh) for a in actions]
     lexicon = default_lexicon()
-    lexicon.screen._ready = False
     steps = sum(1 for _ in preparing_default_lexicon())
     assert steps == 1 + len(lexicon.every_pattern())
-    assert lexicon.screen._ready and all(p._formula is not None for p in lexicon.every_pattern())
+    assert all(p._regex is not None for p in lexicon.every_pattern())
     assert [classify(a, lexicon) for a in actions] == before
+    assert [classify(a, unscreened(lexicon)) for a in actions] == before
+
+
+def test_a_compiled_pattern_may_match_any_text_and_one_not_compiled_only_what_holds_its_formula():
+    pattern = LexiconPattern(r"\bkick\w*\s+(?:the\s+)?door", "kick door", "w")
+    assert not pattern.may_match("open the door") and pattern._regex is None
+    assert pattern.may_match("kicks the door")
+    pattern.regex  # noqa: B018
+    assert pattern.may_match("open the door") and not pattern.regex.search("open the door")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
-from ..harm import Lexicon, classify, default_lexicon, preparing_default_lexicon
+from ..harm import Lexicon, classify, default_lexicon, preparing_default_lexicon, unscreened
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .forked import Forked, Prepared
@@ -42,7 +42,7 @@ def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
     """Over-harm run id -> its turns above the goal's allowance (``flagged``): the attacker's action
     and the lexicon rules that fired."""
     if flagged and lexicon is None:
-        lexicon = default_lexicon()
+        lexicon = unscreened(default_lexicon())
     texts = action_texts(store, [(run_id, t) for run_id, turns in flagged.items() for t in turns])
     out: dict[str, list[dict[str, Any]]] = {}
     for run_id, turns in sorted(flagged.items()):
@@ -77,10 +77,10 @@ def _followups_in(db: str | Path, judgments: Sequence[StoredJudgment], **kwargs:
 
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
     """:func:`harm_evidence`, by a child that reads the default lexicon (when it is the one) and
-    makes its screen ready while the audit loads and computes the metrics, until it is sent the
+    compiles its patterns while the audit loads and computes the metrics, until it is sent the
     flagged turns; the lexicon given is inherited, not sent. The evidence is the audit's last
-    step: made ready only when its texts came to need it, the lexicon cost the child ~0.2 s after
-    the metrics of the 960-run store's audit."""
+    step: compiling the patterns only as its texts came to need them, the child took ~0.2 s after
+    the metrics of the 960-run store's audit (all 211 patterns take ~0.24 s)."""
     return Prepared(preparing_default_lexicon if lexicon is None else None,
                     partial(_evidence_in, lexicon=lexicon))
 
