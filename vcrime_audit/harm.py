@@ -206,7 +206,7 @@ def prepare_default_lexicon() -> None:
         lexicon.screen.prepare()
 
 
-def preparing_default_lexicon() -> Iterator[None]:
+def compiling_default_lexicon() -> Iterator[None]:
     """Read the default lexicon, then compile its patterns one at a time, a step each: for a
     process that waits for its input meanwhile (``audit.forked.Prepared``) and is then sent the
     actions the lexicon found harm in, which it reads with every pattern (:func:`unscreened`).

@@ -111,15 +111,7 @@ def _sequence(items: list[tuple[object, object]], prefix: str) -> Formula:
 
 
 def _all(parts: list[Formula]) -> Formula:
-    kept: list[Formula] = []
-    for part in parts:
-        if part is True:
-            continue
-        if isinstance(part, tuple) and part[0] is ALL:
-            kept.extend(part[1])
-        else:
-            kept.append(part)
-    kept = list(dict.fromkeys(kept))
+    kept = _joined(ALL, [part for part in parts if part is not True])
     kept.sort(key=lambda part: type(part) is not str)  # plain literals first: the cheapest tests
     if not kept:
         return True
@@ -129,11 +121,16 @@ def _all(parts: list[Formula]) -> Formula:
 def _any(parts: list[Formula]) -> Formula:
     if any(part is True for part in parts):
         return True
+    kept = _joined(ANY, parts)
+    return kept[0] if len(kept) == 1 else (ANY, tuple(kept))
+
+
+def _joined(kind: str, parts: list[Formula]) -> list[Formula]:
+    """``parts`` with the parts of each of the same ``kind`` in their place, each once."""
     kept: list[Formula] = []
     for part in parts:
-        if isinstance(part, tuple) and part[0] is ANY:
+        if isinstance(part, tuple) and part[0] is kind:
             kept.extend(part[1])
         else:
             kept.append(part)
-    kept = list(dict.fromkeys(kept))
-    return kept[0] if len(kept) == 1 else (ANY, tuple(kept))
+    return list(dict.fromkeys(kept))

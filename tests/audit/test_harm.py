@@ -21,12 +21,12 @@ from vcrime_audit.harm import (
     LexiconError,
     action_segments,
     classify,
+    compiling_default_lexicon,
     default_lexicon,
     extreme_harm,
     load_lexicon,
     over_harm,
     parse_lexicon,
-    preparing_default_lexicon,
     run_max,
     unscreened,
 )
@@ -406,7 +406,7 @@ def test_compiling_the_default_lexicon_in_steps_compiles_every_pattern_and_chang
     fresh = load_lexicon(DEFAULT_LEXICON, compile_now=False)
     before = [classify(a, fresh) for a in actions]
     lexicon = default_lexicon()
-    steps = sum(1 for _ in preparing_default_lexicon())
+    steps = sum(1 for _ in compiling_default_lexicon())
     assert steps == 1 + len(lexicon.every_pattern())
     assert all(p._regex is not None for p in lexicon.every_pattern())
     assert [classify(a, lexicon) for a in actions] == before

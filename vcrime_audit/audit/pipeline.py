@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
-from ..harm import Lexicon, classify, default_lexicon, preparing_default_lexicon, unscreened
+from ..harm import Lexicon, classify, compiling_default_lexicon, default_lexicon, unscreened
 from .followups_report import audit_followups
 from .followups_stats import FollowupsAudit
 from .forked import Forked, Prepared
@@ -81,7 +81,7 @@ def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]
     flagged turns; the lexicon given is inherited, not sent. The evidence is the audit's last
     step: compiling the patterns only as its texts came to need them, the child took ~0.2 s after
     the metrics of the 960-run store's audit (all 211 patterns take ~0.24 s)."""
-    return Prepared(preparing_default_lexicon if lexicon is None else None,
+    return Prepared(compiling_default_lexicon if lexicon is None else None,
                     partial(_evidence_in, lexicon=lexicon))
 
 
