@@ -79,8 +79,14 @@ class Lexicon:
 
     def compile_patterns(self) -> None:
         """Compile every pattern now (an invalid one raises its one-line LexiconError)."""
+        for _ in self.compiling_patterns():
+            pass
+
+    def compiling_patterns(self) -> Iterator[None]:
+        """Compile the patterns one at a time, a step each (:func:`compiling_default_lexicon`)."""
         for pattern in self.every_pattern():
             pattern.regex  # noqa: B018 -- compiled on first read
+            yield
 
 
 def _in_order(exceptions: Iterable[_Exception], patterns: Iterable[tuple[str, int, LexiconPattern, str]]
@@ -214,9 +220,7 @@ def compiling_default_lexicon() -> Iterator[None]:
     text may match it."""
     lexicon = default_lexicon()
     yield
-    for pattern in lexicon.every_pattern():
-        pattern.regex  # noqa: B018 -- compiled on first read
-        yield
+    yield from lexicon.compiling_patterns()
 
 
 def unscreened(lexicon: Lexicon) -> Lexicon:
