@@ -80,3 +80,36 @@ def test_every_number_literal_is_rounded_the_same(literal):
     '{"a":"line\nbreak"}', "[1,]", "01", " 1 "])
 def test_the_edges_read_as_the_standard_library_reads_them(text):
     check(text)
+
+
+BAD_UTF8 = st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xc0\xaf",
+                            b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80", b"\x80", b"\xef\xbb\xbf"])
+
+
+def check_bytes(data: bytes) -> None:
+    """Bytes read as ``json.loads(data.decode("utf-8"))`` reads them: the same value, or the same
+    error (the decode's, for bytes that are not UTF-8)."""
+    for strict in (True, False):
+        try:
+            want = expected(data.decode("utf-8"), strict)
+        except UnicodeDecodeError as exc:
+            want = ("error", UnicodeDecodeError, str(exc))
+        got = outcome(data, strict)
+        assert got[0] == want[0], (data, strict)
+        assert same(got[1], want[1]) if got[0] == "ok" else got[1:] == want[1:], (data, strict)
+
+
+@settings(max_examples=500, deadline=None)
+@given(DATA, st.booleans(), st.data())
+def test_bytes_read_as_their_utf8_text_and_other_bytes_fail_as_its_decoding_does(value, ascii_only, data):
+    encoded = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    at = data.draw(st.integers(0, len(encoded)))
+    inserted = data.draw(st.one_of(st.just(b""), BAD_UTF8, st.binary(max_size=3)))
+    check_bytes(encoded)
+    check_bytes(encoded[:at] + inserted + encoded[at:])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(JSON_CHARS.map(str.encode) | BAD_UTF8, max_size=24))
+def test_any_bytes_give_the_same_value_or_the_same_error(parts):
+    check_bytes(b"".join(parts))

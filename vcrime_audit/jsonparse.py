@@ -8,8 +8,10 @@ from typing import Any
 import pydantic_core
 
 
-def parse_json(text: str, strict: bool = True) -> Any:
-    """``json.loads(text, strict=strict)``: the same values, and the same errors.
+def parse_json(text: str | bytes, strict: bool = True) -> Any:
+    """``json.loads(text, strict=strict)``: the same values, and the same errors. Bytes are read
+    as UTF-8 (``json.loads(text.decode("utf-8"))``): bytes that are not UTF-8 raise
+    ``UnicodeDecodeError`` (pydantic-core refuses them too; the decode names the byte).
 
     pydantic-core's parser reads what the standard library reads (duplicate keys keep the last
     value in the first key's place; ``NaN`` and ``Infinity``; integers of any size up to Python's
@@ -24,4 +26,4 @@ def parse_json(text: str, strict: bool = True) -> Any:
     try:
         return pydantic_core.from_json(text, cache_strings="keys")
     except (ValueError, TypeError):
-        return json.loads(text, strict=strict)
+        return json.loads(text if isinstance(text, str) else text.decode("utf-8"), strict=strict)

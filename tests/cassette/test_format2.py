@@ -65,7 +65,7 @@ def test_every_line_starts_with_a_checksum_of_the_rest(tmp_path, scripted):
     lines = lines_of(path)
     assert [json.loads(line)["type"] for line in lines] == ["header", "call", "call", "call", "summary"]
     for line in lines:
-        claimed, ok = line_checksum(line)
+        claimed, ok = line_checksum(line.encode())
         body = json.loads(line)
         body.pop("checksum")
         assert ok and record_line(body) == line
@@ -202,6 +202,38 @@ def test_a_journal_killed_before_its_header_was_written_is_dropped(tmp_path, scr
     assert len(model.calls) == 1 and len(lines_of_journal(path)) == (5 if final else 2)
 
 
+def test_a_journal_torn_inside_a_character_is_cut_back_to_its_whole_lines(tmp_path, scripted):
+    path, cassette, backend = flushed(tmp_path, scripted, 2)
+    journal = journal_path(path)
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + '{"checksum":"abc","request":"é'.encode()[:-1])  # half of é
+    resumed = Cassette(path, RecordMode.new)
+    assert len(resumed.calls) == 2 and journal.read_bytes() == whole
+
+
+@pytest.mark.parametrize("in_journal", [False, True])
+def test_a_line_that_is_not_utf8_is_one_clear_error_naming_it(tmp_path, scripted, in_journal):
+    if in_journal:
+        path = flushed(tmp_path, scripted, 2)[0]
+        journal = journal_path(path)
+        lines = journal.read_bytes().split(b"\n")
+        journal.write_bytes(b"\n".join([*lines[:2], lines[2].replace(b"q1", b"q\xff"), *lines[3:]]))
+        where = journal
+    else:
+        path = recorded(tmp_path, scripted)
+        lines = gzip.decompress(path.read_bytes()).split(b"\n")
+        at = lines[2].index(b"q1") + 1
+        path.write_bytes(gzip.compress(b"\n".join([*lines[:2], lines[2].replace(b"q1", b"q\xff"), *lines[3:]])))
+        where = path
+    with pytest.raises(CassetteError) as caught:
+        Cassette(path, RecordMode.none)
+    message = str(caught.value)
+    assert message.startswith(f"{where}: line 3: not UTF-8 text at byte ") and "fix:" in message
+    assert "\n" not in message
+    if not in_journal:
+        assert f"at byte {at} of the line" in message
+
+
 def lines_of_journal(path):
     return journal_path(path).read_text().splitlines()
 
@@ -330,7 +362,7 @@ def call_lines(draw):
 def test_a_line_said_to_give_a_request_gives_exactly_it(case):
     request, line = case
     record = json.loads(line)
-    if gives_request(line, record, canonical_json(request)):
+    if gives_request(line.encode(), record, canonical_json(request).encode()):
         assert record["request"] == request and canonical_json(record["request"]) == canonical_json(request)
 
 
@@ -340,5 +372,5 @@ def test_every_call_line_written_gives_its_request():
                    {"type": "call", "key": "k", "request": {"a": 1.0}, "fingerprint": {},
                     "error": {"type": "BackendError", "message": "m"}}):
         line = record_line(record)
-        assert gives_request(line, json.loads(line), canonical_json(record["request"]))
-        assert not gives_request(line, json.loads(line), canonical_json({"a": 2}))
+        assert gives_request(line.encode(), json.loads(line), canonical_json(record["request"]).encode())
+        assert not gives_request(line.encode(), json.loads(line), canonical_json({"a": 2}).encode())

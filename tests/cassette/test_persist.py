@@ -47,7 +47,7 @@ def test_a_line_from_known_parts_is_the_line_from_the_whole(record, data):
             checksummed(record, known)
         return
     assert checksummed(record, known) == whole
-    assert line_checksum(whole[1]) == (whole[0], True)
+    assert line_checksum(whole[1].encode()) == (whole[0], True)
 
 
 def gzipfile_bytes(lines: list[str]) -> bytes:
@@ -86,16 +86,19 @@ RECORD_LINES = st.lists(st.builds(lambda c, body: '{"checksum":"' + c + '",' + b
                         max_size=8)
 
 
-@given(st.lists(st.tuples(RECORD_LINES, st.booleans()), max_size=6), RECORD_LINES)
-def test_written_lines_keep_what_a_list_of_the_lines_would_give(adds, more):
+@given(st.lists(st.tuples(RECORD_LINES, st.booleans(), st.booleans()), max_size=6), RECORD_LINES,
+       st.booleans())
+def test_written_lines_keep_what_a_list_of_the_lines_would_give(adds, more, more_as_bytes):
+    """Lines as text (made here) or as bytes (read from a file) alike."""
     written, plain = WrittenLines(), []
-    for lines, compress in adds:
-        written.add(lines, compress=compress)
+    for lines, compress, as_bytes in adds:
+        written.add([line.encode() for line in lines] if as_bytes else lines, compress=compress)
         plain += lines
-        assert written.lines() == plain and len(written) == len(plain)
+        assert written.lines() == [line.encode() for line in plain] and len(written) == len(plain)
     assert written.checksums == [claimed_checksum(line) for line in plain]
-    assert written.final_bytes(more) == gzipfile_bytes(plain + more)
-    assert written.lines() == plain  # the summary given to final_bytes is not added
+    assert written.final_bytes([line.encode() for line in more] if more_as_bytes else more) \
+        == gzipfile_bytes(plain + more)
+    assert written.lines() == [line.encode() for line in plain]  # final_bytes's summary is not added
 
 
 def _inflated(data: bytes, inflater_of: object) -> bytes | str:

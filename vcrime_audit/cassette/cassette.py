@@ -94,7 +94,7 @@ class Cassette:
         of a recording job's memory."""
         self.format = FORMAT_VERSION
         self._written = WrittenLines()
-        self._by_key: dict[str, list[tuple[dict[str, Any], str | None]]] = defaultdict(list)
+        self._by_key: dict[str, list[tuple[dict[str, Any], bytes | None]]] = defaultdict(list)
         """Each key's call records, in order, with their lines (format 2)."""
         self._played: dict[str, int] = defaultdict(int)
         self._pending: list[Pending] = []
@@ -227,7 +227,7 @@ class Cassette:
         self._played[key] += 1
         record, line = recorded[index]
         if record["fingerprint"] != fingerprint or not (
-                (line is not None and gives_request(line, record, request.canonical()))
+                (line is not None and gives_request(line, record, request.canonical_bytes()))
                 or record["request"] == plain):
             raise CassetteError(f"{self.path}: a recorded {request.role} '{request.call}' call's key "
                                 "does not match its request (edited?); fix: re-record the cassette "

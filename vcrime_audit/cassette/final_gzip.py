@@ -6,7 +6,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from .lines import claimed_checksum
+from .lines import Line, claimed_checksum
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
 """What ``gzip.GzipFile(filename="", mtime=0, compresslevel=9)`` writes first: deflate, no name,
@@ -19,14 +19,14 @@ class FinalGzip:
     output does not depend on how its input is cut (``tests/cassette/test_persist.py``). ~270 KB
     of deflate state while it is open."""
 
-    def __init__(self, lines: Sequence[str] = ()) -> None:
+    def __init__(self, lines: Sequence[Line] = ()) -> None:
         self._deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
         self._parts = [GZIP_HEADER]
         self._crc = 0
         self._size = 0
         self.add(lines)
 
-    def add(self, lines: Sequence[str]) -> None:
+    def add(self, lines: Sequence[Line]) -> None:
         if not lines:
             return
         data = lines_bytes(lines)
@@ -34,16 +34,17 @@ class FinalGzip:
         self._size += len(data)
         self._parts.append(self._deflate.compress(data))
 
-    def bytes(self, more: Sequence[str] = ()) -> bytes:
+    def bytes(self, more: Sequence[Line] = ()) -> bytes:
         """The gzip file of the lines added so far and ``more`` (which are not added)."""
         deflate, data = self._deflate.copy(), lines_bytes(more)
         trailer = struct.pack("<II", zlib.crc32(data, self._crc), (self._size + len(data)) & 0xFFFFFFFF)
         return b"".join([*self._parts, deflate.compress(data), deflate.flush(), trailer])
 
 
-def lines_bytes(lines: Sequence[str]) -> bytes:
+def lines_bytes(lines: Sequence[Line]) -> bytes:
     """Lines as a cassette file holds them: each ended by a newline, UTF-8."""
-    return "".join(line + "\n" for line in lines).encode("utf-8")
+    return b"".join((line if isinstance(line, bytes) else line.encode("utf-8")) + b"\n"
+                    for line in lines)
 
 
 class WrittenLines:
@@ -55,13 +56,13 @@ class WrittenLines:
 
     def __init__(self) -> None:
         self.checksums: list[str] = []
-        self._text: list[str] = []
+        self._text: list[Line] = []
         self._final: FinalGzip | None = None
 
     def __len__(self) -> int:
         return len(self.checksums)
 
-    def add(self, lines: Sequence[str], compress: bool = True) -> None:
+    def add(self, lines: Sequence[Line], compress: bool = True) -> None:
         self.checksums.extend(map(claimed_checksum, lines))
         self._text.extend(lines)
         if compress:
@@ -75,13 +76,13 @@ class WrittenLines:
             self._text = []
         return self._final
 
-    def lines(self) -> list[str]:
-        """Every line's text (what is compressed, decompressed again)."""
+    def lines(self) -> list[bytes]:
+        """Every line's bytes (what is compressed, decompressed again)."""
+        kept = [line if isinstance(line, bytes) else line.encode("utf-8") for line in self._text]
         if self._final is None:
-            return list(self._text)
-        text = zlib.decompress(self._final.bytes(), wbits=31).decode("utf-8")
-        return text.split("\n")[:-1] + self._text  # not splitlines: U+2028 may stand in a line
+            return kept
+        return zlib.decompress(self._final.bytes(), wbits=31).split(b"\n")[:-1] + kept
 
-    def final_bytes(self, more: Sequence[str] = ()) -> bytes:
+    def final_bytes(self, more: Sequence[Line] = ()) -> bytes:
         """The final file: every line, then ``more`` (the summary), compressed."""
         return self._compressed().bytes(more)

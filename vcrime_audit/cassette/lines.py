@@ -38,21 +38,33 @@ def record_line(record: dict[str, Any]) -> str:
     return checksummed(record)[1]
 
 
-def claimed_checksum(line: str) -> str:
+_CHECKSUM_PREFIX_BYTES = CHECKSUM_PREFIX.encode()
+_CHECKSUM_END = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
+
+Line = str | bytes
+"""A record line: text made here (:func:`record_line`), or UTF-8 bytes as read from a file."""
+
+
+def claimed_checksum(line: Line) -> str:
     """The checksum a line we wrote begins with ("" if none), without hashing it again: what
     the summary's chain hash is made of."""
-    return line[len(CHECKSUM_PREFIX):len(CHECKSUM_PREFIX) + CHECKSUM_HEX] \
-        if line.startswith(CHECKSUM_PREFIX) else ""
+    if isinstance(line, bytes):
+        return line[len(CHECKSUM_PREFIX):_CHECKSUM_END].decode("utf-8", "replace") \
+            if line.startswith(_CHECKSUM_PREFIX_BYTES) else ""
+    return line[len(CHECKSUM_PREFIX):_CHECKSUM_END] if line.startswith(CHECKSUM_PREFIX) else ""
 
 
-def line_checksum(line: str) -> tuple[str | None, bool]:
-    """The checksum a line claims, and whether the rest of the line matches it."""
-    if not line.startswith(CHECKSUM_PREFIX):
+def line_checksum(line: bytes) -> tuple[str | None, bool]:
+    """The checksum a line (UTF-8 bytes) claims, and whether the rest of the line matches it."""
+    if not line.startswith(_CHECKSUM_PREFIX_BYTES):
         return None, False
-    end = len(CHECKSUM_PREFIX) + CHECKSUM_HEX
-    claimed = line[len(CHECKSUM_PREFIX):end]
+    try:
+        claimed = line[len(CHECKSUM_PREFIX):_CHECKSUM_END].decode("utf-8")
+    except UnicodeDecodeError:
+        return None, False
     body = hashlib.blake2b(b"{", digest_size=16)
-    body.update(line[end + 2:].encode("utf-8") if line[end:end + 2] == '",' else b"}")
+    body.update(memoryview(line)[_CHECKSUM_END + 2:] if line[_CHECKSUM_END:_CHECKSUM_END + 2] == b'",'
+                else b"}")
     return claimed, body.hexdigest() == claimed
 
 
@@ -60,13 +72,14 @@ def chain_update(chain: str, checksum: str) -> str:
     return hashlib.blake2b((chain + checksum).encode("ascii"), digest_size=16).hexdigest()
 
 
-_REQUEST_MEMBER = ',"request":'
-_CALL_END = ',"type":"call"}'
+_REQUEST_MEMBER = b',"request":'
+_CALL_END = b',"type":"call"}'
 
 
-def gives_request(line: str, record: Mapping[str, Any], request: str) -> bool:
+def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> bool:
     """Whether ``line``, a valid JSON object that was read as ``record``, gives the canonical
-    JSON ``request`` as the record's request, told without reading the line's request: it ends
+    JSON ``request`` (both UTF-8) as the record's request, told without reading the line's
+    request: it ends
     with ``,"request":`` ``request``, the result's canonical JSON as its member, and
     ``,"type":"call"}``, as every call line we write does. False says nothing (compare values).
 
@@ -77,7 +90,7 @@ def gives_request(line: str, record: Mapping[str, Any], request: str) -> bool:
     of the object's last ``"request"`` key, the one a JSON reader keeps."""
     if "result" in record:
         try:
-            tail = ',"result":' + canonical_json(record["result"]) + _CALL_END
+            tail = b',"result":' + canonical_json(record["result"]).encode("utf-8") + _CALL_END
         except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
             return False
     else:
