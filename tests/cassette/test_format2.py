@@ -217,13 +217,15 @@ def test_a_line_that_is_not_utf8_is_one_clear_error_naming_it(tmp_path, scripted
         path = flushed(tmp_path, scripted, 2)[0]
         journal = journal_path(path)
         lines = journal.read_bytes().split(b"\n")
-        journal.write_bytes(b"\n".join([*lines[:2], lines[2].replace(b"q1", b"q\xff"), *lines[3:]]))
+        lines[2] = lines[2].replace(b"q1", b"q\xff")
+        journal.write_bytes(b"\n".join(lines))
         where = journal
     else:
         path = recorded(tmp_path, scripted)
         lines = gzip.decompress(path.read_bytes()).split(b"\n")
         at = lines[2].index(b"q1") + 1
-        path.write_bytes(gzip.compress(b"\n".join([*lines[:2], lines[2].replace(b"q1", b"q\xff"), *lines[3:]])))
+        lines[2] = lines[2].replace(b"q1", b"q\xff")
+        path.write_bytes(gzip.compress(b"\n".join(lines)))
         where = path
     with pytest.raises(CassetteError) as caught:
         Cassette(path, RecordMode.none)
