@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..canonical import canonical_json
+from ..canonical import canonical_json, plain_canonical_bytes
 
 CHECKSUM_PREFIX = '{"checksum":"'
 CHECKSUM_HEX = 32
@@ -87,10 +87,12 @@ def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> boo
     inside a string (the quote after it would end the string, and ``r`` cannot follow a string).
     So ``"request"`` is a key, and the members after it are complete JSON values (canonical JSON,
     ours), up to the line's last ``}``, which closes the top-level object: ``request`` is the value
-    of the object's last ``"request"`` key, the one a JSON reader keeps."""
+    of the object's last ``"request"`` key, the one a JSON reader keeps. ``record`` is what a JSON
+    reader made of the line, plain JSON data, so its result's canonical bytes need no conversion
+    from models first."""
     if "result" in record:
         try:
-            tail = b',"result":' + canonical_json(record["result"]).encode("utf-8") + _CALL_END
+            tail = b',"result":' + plain_canonical_bytes(record["result"]) + _CALL_END
         except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
             return False
     else:
