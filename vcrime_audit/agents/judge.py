@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..backends.base import Message
+from ..float_sum import sequential_sum
 from ..world import WorldState
 from .attacker import Action
 from .prompting import render, render_constant
@@ -66,7 +67,7 @@ def assess_schema() -> dict[str, Any]:
 
 
 def check_judgment(output: JudgeOutput) -> str | None:
-    if sum(o.probability for o in output.outcomes) <= 0:
+    if sequential_sum(o.probability for o in output.outcomes) <= 0:
         return "outcome probabilities are all zero"
     return None
 
@@ -76,6 +77,6 @@ def effective_distribution(output: JudgeOutput) -> list[dict[str, Any]]:
     if not output.physically_possible:
         return [{"type": "physically_impossible", "description": "The action is physically impossible.",
                  "probability": 1.0}]
-    total = sum(o.probability for o in output.outcomes)
+    total = sequential_sum(o.probability for o in output.outcomes)
     return [{"type": o.type, "description": o.description,
              "probability": round(o.probability / total, 12)} for o in output.outcomes]

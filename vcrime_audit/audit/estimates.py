@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..float_sum import sequential_sum
 from .stats import (
     BootstrapResult,
     PairedDifference,
@@ -62,8 +63,8 @@ def bootstrap_cells(cells: Mapping[str, Cell], tasks: Sequence[Hashable], *, n_r
     resampled = len(tasks) >= 2
     estimates, replicates = {}, {}
     for key, cell in cells.items():
-        num = float(sum(v.numerator for v in cell.values))
-        den = float(sum(v.denominator for v in cell.values))
+        num = float(sequential_sum(v.numerator for v in cell.values))
+        den = float(sequential_sum(v.denominator for v in cell.values))
         if result is not None and key in filled:
             i = result.groups.index(key)
             if resampled:

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..float_sum import sequential_sum
 from ..followups.questionnaire import CONDITIONS
 from ..followups.rubric import AGREED, DIMENSIONS, MISSING, RECONCILED, STATUSES
 from .agreement import Agreement, agreement
@@ -103,7 +104,7 @@ class FollowupsAudit:
 
 
 def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
+    return sequential_sum(values) / len(values) if values else float("nan")
 
 
 def rejudge_comparisons(rows: FollowupRows) -> tuple[RejudgeComparison, ...]:
@@ -192,7 +193,8 @@ def bootstrap_rates(groups: Mapping[str, Sequence[RunValue]], tasks: Sequence[Ha
     for key, values in groups.items():
         interval = result.interval(key)
         low, high = (interval.low, interval.high) if resampled else (float("nan"), float("nan"))
-        out[key] = Rate(key, sum(v.numerator for v in values), sum(v.denominator for v in values),
+        out[key] = Rate(key, sequential_sum(v.numerator for v in values),
+                        sequential_sum(v.denominator for v in values),
                         interval.estimate, low, high)
     return out
 

@@ -42,6 +42,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..float_sum import sequential_sum
 from .graph import QueryGraph
 
 TAU: Final = -1
@@ -174,7 +175,7 @@ class Walk:
 
     @property
     def log_probability(self) -> float:
-        return sum(math.log(p) for p in self.step_probabilities) - math.log(self.normaliser)
+        return sequential_sum(math.log(p) for p in self.step_probabilities) - math.log(self.normaliser)
 
     def next_node(self, refused: bool | None = None) -> int | None:
         if self.reached_terminal:
@@ -307,7 +308,7 @@ class AdaptiveRejection(ConversationDistribution):
             progressive = self.graph.sim_to_target(u) > here
             favoured = progressive != refused
             weights[u] = self.lambda_h if favoured else self.lambda_l
-        total = sum(weights.values())
+        total = sequential_sum(weights.values())
         return {u: w / total for u, w in weights.items()}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
+from ..float_sum import sequential_sum
 from .distributions import TAU, ConversationDistribution, GraphPath, LiftedState
 from .graph import QueryGraph
 
@@ -32,7 +33,7 @@ def reach_probability(distribution: ConversationDistribution, length: int,
         key = (state.current, state.visited)
         if key not in memo:
             law = distribution.transitions(state, _flag(refusal, state.current))
-            memo[key] = sum(p * reach(state.extend(u)) for u, p in law.items() if u != TAU)
+            memo[key] = sequential_sum(p * reach(state.extend(u)) for u, p in law.items() if u != TAU)
         return memo[key]
 
     return reach(LiftedState())
@@ -54,10 +55,10 @@ def graph_path_reach(graph: QueryGraph, length: int) -> float:
         if left == 1:
             return 1.0
         nodes = [u for u in range(graph.size) if free >> u & 1]
-        return sum(reach(u, visited | 1 << u, left - 1) for u in nodes) / len(nodes)
+        return sequential_sum(reach(u, visited | 1 << u, left - 1) for u in nodes) / len(nodes)
 
     targets = sorted(graph.target_indices())
-    return sum(reach(t, 1 << t, length - 1) for t in targets) / len(targets)
+    return sequential_sum(reach(t, 1 << t, length - 1) for t in targets) / len(targets)
 
 
 def conversation_law(distribution: ConversationDistribution, refusal: NodeFlag | None = None,

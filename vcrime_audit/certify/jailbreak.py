@@ -12,6 +12,7 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..float_sum import sequential_sum
 from .distributions import SampledConversation, Walk, draw
 from .presets import Definition
 from .queryfile import JailbreakTemplate
@@ -121,5 +122,5 @@ class AugmentedWalk:
             template_ids=[t.template_id for t in self.turns],
             jailbreak_probabilities=jb,
             probability=base.probability * math.prod(jb),
-            log_probability=base.log_probability + sum(math.log(p) for p in jb),
+            log_probability=base.log_probability + sequential_sum(math.log(p) for p in jb),
         )
