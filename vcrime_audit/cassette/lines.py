@@ -79,9 +79,9 @@ _CALL_END = b',"type":"call"}'
 def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> bool:
     """Whether ``line``, a valid JSON object that was read as ``record``, gives the canonical
     JSON ``request`` (both UTF-8) as the record's request, told without reading the line's
-    request: it ends
-    with ``,"request":`` ``request``, the result's canonical JSON as its member, and
-    ``,"type":"call"}``, as every call line we write does. False says nothing (compare values).
+    request: it ends with ``,"request":`` ``request``, the result's canonical JSON as its member,
+    and ``,"type":"call"}``, as every call line we write does. False says nothing (compare
+    values).
 
     Why a true answer is exact, whoever wrote the line: the comma before ``"request"`` cannot be
     inside a string (the quote after it would end the string, and ``r`` cannot follow a string).
