@@ -6,7 +6,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from .lines import Line, claimed_checksum
+from .lines import Line, claimed_checksum, line_bytes
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
 """What ``gzip.GzipFile(filename="", mtime=0, compresslevel=9)`` writes first: deflate, no name,
@@ -43,8 +43,7 @@ class FinalGzip:
 
 def lines_bytes(lines: Sequence[Line]) -> bytes:
     """Lines as a cassette file holds them: each ended by a newline, UTF-8."""
-    return b"".join((line if isinstance(line, bytes) else line.encode("utf-8")) + b"\n"
-                    for line in lines)
+    return b"".join(line_bytes(line) + b"\n" for line in lines)
 
 
 class WrittenLines:
@@ -78,7 +77,7 @@ class WrittenLines:
 
     def lines(self) -> list[bytes]:
         """Every line's bytes (what is compressed, decompressed again)."""
-        kept = [line if isinstance(line, bytes) else line.encode("utf-8") for line in self._text]
+        kept = list(map(line_bytes, self._text))
         if self._final is None:
             return kept
         return zlib.decompress(self._final.bytes(), wbits=31).split(b"\n")[:-1] + kept

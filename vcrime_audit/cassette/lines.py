@@ -45,6 +45,10 @@ Line = str | bytes
 """A record line: text made here (:func:`record_line`), or UTF-8 bytes as read from a file."""
 
 
+def line_bytes(line: Line) -> bytes:
+    return line if isinstance(line, bytes) else line.encode("utf-8")
+
+
 def claimed_checksum(line: Line) -> str:
     """The checksum a line we wrote begins with ("" if none), without hashing it again: what
     the summary's chain hash is made of."""
@@ -56,11 +60,8 @@ def claimed_checksum(line: Line) -> str:
 
 def line_checksum(line: bytes) -> tuple[str | None, bool]:
     """The checksum a line (UTF-8 bytes) claims, and whether the rest of the line matches it."""
-    if not line.startswith(_CHECKSUM_PREFIX_BYTES):
-        return None, False
-    try:
-        claimed = line[len(CHECKSUM_PREFIX):_CHECKSUM_END].decode("utf-8")
-    except UnicodeDecodeError:
+    claimed = claimed_checksum(line)
+    if not claimed:
         return None, False
     body = hashlib.blake2b(b"{", digest_size=16)
     body.update(memoryview(line)[_CHECKSUM_END + 2:] if line[_CHECKSUM_END:_CHECKSUM_END + 2] == b'",'

@@ -116,7 +116,8 @@ def parse_lines(path: Path, data: bytes, *, torn_tail_ok: bool = False
     were decoded, split, sliced and encoded again for the checksums: 3.2 % of a replay's
     instructions (``benchmarks/bench_instructions.py``). A newline byte is never part of a longer
     UTF-8 character, so splitting the bytes splits the text's lines; bytes that are not UTF-8
-    are refused line by line (:func:`.jsonparse.parse_json`), naming the line and the byte.
+    are refused line by line (:func:`vcrime_audit.jsonparse.parse_json`), naming the line and the
+    byte.
     """
     records: list[dict[str, Any]] = []
     lines = data.split(b"\n")
