@@ -8,13 +8,17 @@ from tests.world_ops import op_sequences
 from vcrime_audit.canonical import canonical_json
 from vcrime_audit.patch import (
     PHASE_OPS,
+    AdvanceClock,
     Destroy,
+    Draft,
     Drop,
     FlagUpdate,
     Move,
     Note,
     SetAlarm,
+    SetAttacker,
     SetStatus,
+    SetWeather,
     Take,
     apply_ops,
     turn_start_locations,
@@ -112,9 +116,10 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
         assert canonical_json(world) == before, "apply_ops changed its input world"
         assert (result.world is world) == (not result.applied and canonical_json(result.world) == before)
         assert result.world.to_json() == canonical_json(result.world), "a kept text went stale"
-        shared = [t for t in OBJECT_TABLES if getattr(result.world, t) is getattr(world, t)]
+        shared = [t for t in (*OBJECT_TABLES, "globals", "attacker")
+                  if getattr(result.world, t) is getattr(world, t)]
         assert all(canonical_json(getattr(result.world, t)) == canonical_json(getattr(world, t))
-                   for t in shared), "a table shared with the input world was changed"
+                   for t in shared), "a table or part shared with the input world was changed"
         # an arrest stands and death is final, whatever the phase
         assert {m: result.world.members[m].status for m in final} == final
         assert len(result.applied) + len(result.dropped) == len(ops)
@@ -149,6 +154,28 @@ def test_a_patch_copies_only_the_tables_it_changes(demo_world, ops, copied):
     assert {t for t in OBJECT_TABLES if getattr(result.world, t) is not getattr(demo_world, t)} == copied
     assert demo_world.members["jo"].current_location == "street", "input world is not mutated"
     assert result.world.to_json() == canonical_json(result.world)
+
+
+@pytest.mark.parametrize(("ops", "phase", "copied"), [
+    ([Move(target="alex", to="car_park")], "direct_effects", set()),
+    ([SetAlarm(level=2)], "events", {"globals"}),
+    ([SetWeather(weather="fog")], "synthesis", {"globals"}),
+    ([AdvanceClock(minutes=15), SetAttacker(memory="m", plan="p")], "engine", {"globals", "attacker"}),
+])
+def test_a_patch_copies_globals_and_the_attackers_state_only_to_change_them(demo_world, ops, phase,
+                                                                            copied):
+    before = canonical_json(demo_world)
+    result = apply_ops(demo_world, ops, phase)
+    assert result.applied == ops
+    assert {p for p in ("globals", "attacker")
+            if getattr(result.world, p) is not getattr(demo_world, p)} == copied
+    assert canonical_json(demo_world) == before, "input world is not mutated"
+    assert result.world.to_json() == canonical_json(result.world)
+
+
+def test_own_part_refuses_anything_but_globals_and_the_attackers_state(demo_world):
+    with pytest.raises(ValueError, match="'members' is not a part"):
+        Draft(demo_world).own_part("members")
 
 
 def test_copy_for_writing_is_a_deep_copy_of_every_object_of_every_task():

@@ -1,10 +1,11 @@
 import json
 
 import pytest
-from pydantic import ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from vcrime_audit.canonical import canonical_json
-from vcrime_audit.world import WorldState
+from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+from vcrime_audit.world import OBJECT_TABLES, Strict, WorldState
 
 
 def test_canonical_json_is_sorted_compact_and_round_trips(demo_world):
@@ -56,3 +57,41 @@ def test_odd_tables_take_the_definitions_path(demo_world):
                    {"entities": {}}):
         world = demo_world.model_copy(update=update)
         assert world.to_json() == canonical_json(world), update.keys()
+
+
+def _models_of(world):
+    yield world
+    yield world.globals
+    yield world.attacker
+    for table in OBJECT_TABLES:
+        yield from getattr(world, table).values()
+
+
+@pytest.mark.parametrize("update", [None, {}, {"history": ["x"]}, {"turn": 7, "observable": "y"}])
+def test_shallow_copy_is_model_copy_for_every_model_of_every_task(update):
+    for task_id in list_task_ids():
+        for model in _models_of(initial_world(load_task(task_id))):
+            fields = {k: v for k, v in (update or {}).items() if k in type(model).model_fields}
+            mine = model.shallow_copy(None if update is None else fields)
+            pydantics = model.model_copy(update=fields)
+            assert type(mine) is type(pydantics)
+            assert mine.__dict__ == pydantics.__dict__ and mine == pydantics
+            assert all(mine.__dict__[k] is pydantics.__dict__[k] for k in mine.__dict__), "values shared"
+            assert mine.model_fields_set == pydantics.model_fields_set
+            assert (mine.__pydantic_extra__, mine.__pydantic_private__) == (None, None)
+            assert mine.__dict__ is not model.__dict__
+            assert mine.model_fields_set is not model.model_fields_set
+            mine.__dict__["id" if "id" in mine.__dict__ else "task_id"] = "changed"
+            assert model.__dict__ != mine.__dict__, "the copy's fields are its own"
+
+
+def test_shallow_copy_of_a_model_with_private_attributes_is_pydantics():
+    class Kept(Strict):
+        name: str
+        _note: str = PrivateAttr("first")
+
+    kept = Kept(name="a")
+    kept._note = "second"
+    copied = kept.shallow_copy({"name": "b"})
+    assert (copied.name, copied._note, kept.name) == ("b", "second", "a")
+    assert copied.__pydantic_private__ is not kept.__pydantic_private__

@@ -129,7 +129,7 @@ class Engine:
         return last
 
     async def turn(self, world: WorldState, seed: int) -> TurnRecord:
-        world = world.model_copy(update={"turn": world.turn + 1})
+        world = world.shallow_copy({"turn": world.turn + 1})
         rec = TurnRecord(turn=world.turn, world_before=world, observation="")
         rec.observation = attacker.observation(world)
         try:

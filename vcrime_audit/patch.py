@@ -160,10 +160,19 @@ class Draft:
     same dict (what is kept per table, ``world._TABLE_JSON``, is reused)."""
 
     def __init__(self, world: WorldState) -> None:
-        self.world = world.model_copy(update={
-            "globals": world.globals.model_copy(), "attacker": world.attacker.model_copy()})
+        self.world = world.shallow_copy()
         self._owned: set[tuple[str, str]] = set()
         self._copied: set[str] = set()
+
+    def own_part(self, name: str) -> Any:
+        """The world's ``globals`` or ``attacker``, copied the first time it is asked for, for
+        changing in place (most patches change neither: a World Manager phase's rarely do)."""
+        if ("", name) not in self._owned:
+            if name not in ("globals", "attacker"):
+                raise ValueError(f"{name!r} is not a part of the world changed in place")
+            self.world.__dict__[name] = getattr(self.world, name).shallow_copy()
+            self._owned.add(("", name))
+        return getattr(self.world, name)
 
     @property
     def owned(self) -> bool:
@@ -203,7 +212,7 @@ def _copy_value(value: Any) -> Any:
 def _copy_for_writing(obj: Any) -> Any:
     """What ``obj.model_copy(deep=True)`` makes, with lists and dicts of plain values copied
     one level (their values cannot change in place) instead of walked by ``deepcopy``."""
-    copied = obj.model_copy()  # a new __dict__ (and set of fields set), values shared
+    copied = obj.shallow_copy()  # a new __dict__ (and set of fields set), values shared
     copied.__dict__.update({name: _copy_value(value) for name, value in obj.__dict__.items()
                             if type(value) not in _LEAVES})
     return copied
@@ -286,9 +295,9 @@ def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
         ent = draft.own("entities", ent.id)
         ent.destroyed, ent.holder = True, None
     elif isinstance(op, SetAlarm):
-        world.globals.alarm_level = op.level
+        draft.own_part("globals").alarm_level = op.level
     elif isinstance(op, SetWeather):
-        world.globals.weather = op.weather
+        draft.own_part("globals").weather = op.weather
     elif isinstance(op, EventUpdate):
         _check(op.event in world.events, f"unknown event '{op.event}'")
         event = draft.own("events", op.event)
@@ -305,9 +314,10 @@ def _apply_one(draft: Draft, op: _Op, turn_start: dict[str, str]) -> None:
             flag.met_turn = world.turn
         flag.met = op.met
     elif isinstance(op, AdvanceClock):
-        world.globals.advance(op.minutes)
+        draft.own_part("globals").advance(op.minutes)
     elif isinstance(op, SetAttacker):
-        world.attacker.memory, world.attacker.plan = op.memory, op.plan
+        attacker = draft.own_part("attacker")
+        attacker.memory, attacker.plan = op.memory, op.plan
 
 
 def turn_start_locations(world: WorldState) -> dict[str, str]:

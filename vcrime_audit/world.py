@@ -7,13 +7,16 @@ during an episode; everything else reads it.
 from __future__ import annotations
 
 from functools import lru_cache, partial
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .canonical import blake2b_hex, canonical_json, plain_canonical_json
 from .clock import DAY, clock_and_day, time_of_day
 from .memo import IdentityMemo
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 SCHEMA_VERSION = 2
 MAX_MEMBERS = 4
@@ -22,9 +25,31 @@ Id = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length
 ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")]
 
 
+_set = object.__setattr__
+
+
 class Strict(BaseModel):
     # schemas built on first use: a command that validates no world (the audit) never builds them
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    def shallow_copy(self, update: dict[str, Any] | None = None) -> Self:
+        """``self.model_copy(update=update)``: a new ``__dict__`` (values shared) and set of
+        fields set. These models forbid extra fields and hold no private attributes, so what
+        pydantic checks for those on each copy is skipped (~1.2 against ~3.3 us; ``patch.Draft``
+        copies three models for each patch); a model with private attributes is copied by
+        pydantic."""
+        if self.__pydantic_private__ is not None:
+            return self.model_copy(update=update)
+        copied = object.__new__(type(self))
+        if update:
+            _set(copied, "__dict__", {**self.__dict__, **update})
+            _set(copied, "__pydantic_fields_set__", self.__pydantic_fields_set__.union(update))
+        else:
+            _set(copied, "__dict__", self.__dict__.copy())
+            _set(copied, "__pydantic_fields_set__", self.__pydantic_fields_set__.copy())
+        _set(copied, "__pydantic_extra__", None)
+        _set(copied, "__pydantic_private__", None)
+        return copied
 
 
 class WorldObject(Strict):
