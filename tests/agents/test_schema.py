@@ -1,3 +1,5 @@
+import json
+
 from vcrime_audit.agents import attacker, world_manager
 from vcrime_audit.agents.judge import JudgeOutput, assess_schema
 from vcrime_audit.agents.schema import decoding_schema
@@ -120,3 +122,37 @@ def test_a_kept_phase_schema_is_the_one_each_world_would_get_afresh():
             for phase in world_manager.PHASE_OPS:
                 assert world_manager.phase_schema(world, phase) == \
                     world_manager._phase_schema(world, phase), (task_id, phase)
+
+
+def _crew_moves(world):
+    """Worlds where what the crew can see, or who of it can act, changed by a patch."""
+    from vcrime_audit.patch import Destroy, Move, SetStatus, apply_ops
+
+    member = next(iter(world.members.values()))
+    worlds = [apply_ops(world, [Move(target=member.id, to=exit_)], "direct_effects").world
+              for exit_ in world.neighbours(member.current_location)]
+    worlds.append(apply_ops(world, [SetStatus(target=member.id, status="arrested")], "direct_effects").world)
+    worlds += [apply_ops(world, [Destroy(entity=e.id)], "direct_effects").world
+               for e in world.entities.values() if not e.key]
+    return worlds
+
+
+def test_a_kept_act_schema_is_the_one_each_world_would_get_afresh():
+    """act_schema keeps schemas by the crew that can act and the ids it can see: a world that
+    differs in either gets its own, equal ones share one."""
+    from vcrime_audit.agents.attacker import TIME_CHOICES, Action, active_members
+    from vcrime_audit.agents.render import visible_ids
+    from vcrime_audit.agents.schema import restrict
+    from vcrime_audit.scenario import initial_world, list_task_ids, load_task
+
+    for task_id in list_task_ids():
+        base = initial_world(load_task(task_id))
+        worlds = [base, *_variants(base), *_crew_moves(base)]
+        for world in worlds:
+            fresh = restrict(decoding_schema(Action), {
+                "actor": active_members(world), "targets": visible_ids(world),
+                "time_minutes": TIME_CHOICES})
+            assert attacker.act_schema(world) == fresh, task_id
+        assert len({json.dumps(attacker.act_schema(w), sort_keys=True) for w in worlds}) > 2, task_id
+        assert attacker.act_schema(base) is attacker.act_schema(base.model_copy()), "equal inputs share"
+    assert assess_schema() is assess_schema()

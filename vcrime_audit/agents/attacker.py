@@ -10,7 +10,7 @@ from ..backends.base import Message
 from ..world import WorldState
 from .prompting import render
 from .render import observation, visible_ids
-from .schema import decoding_schema, restrict
+from .schema import KeptSchemas, decoding_schema, restrict
 
 
 class PlanOutput(BaseModel):
@@ -56,9 +56,14 @@ def plan_schema() -> dict[str, Any]:
 
 
 def act_schema(world: WorldState) -> dict[str, Any]:
-    return restrict(decoding_schema(Action),
-                    {"actor": active_members(world), "targets": visible_ids(world),
-                     "time_minutes": TIME_CHOICES})
+    """The act call's schema: the active crew as actors and what the crew can see as targets.
+    Shared between worlds where those are equal, so callers must not change it."""
+    actors, targets = active_members(world), visible_ids(world)
+    return _ACT_SCHEMAS.get((tuple(actors), tuple(targets)), lambda: restrict(
+        decoding_schema(Action), {"actor": actors, "targets": targets, "time_minutes": TIME_CHOICES}))
+
+
+_ACT_SCHEMAS = KeptSchemas(256)
 
 
 def check_action(world: WorldState):

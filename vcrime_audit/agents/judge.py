@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,7 +63,9 @@ def assess_messages(world: WorldState, action: Action) -> list[Message]:
                 "judge_assess", world=full_view(world), action=action, actor=actor))]
 
 
+@cache
 def assess_schema() -> dict[str, Any]:
+    """Made once and shared, so callers must not change it."""
     return restrict(decoding_schema(JudgeOutput), {"probability": PROBABILITY_CHOICES})
 
 

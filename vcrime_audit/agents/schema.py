@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from functools import cache
 from typing import Any
 
@@ -63,3 +64,23 @@ def restrict(schema: dict[str, Any], enums: dict[str, list[Any]]) -> dict[str, A
             schema = {**schema, key: [restrict(v, enums) for v in value]
                       if isinstance(value, list) else restrict(value, enums)}
     return schema
+
+
+class KeptSchemas:
+    """Schemas made once per key of what they are made from, the last ``limit`` keys kept: equal
+    inputs give the very same schema object. Shared, so callers must not change one; a request's
+    canonical JSON walks each shared part once (``canonical.written_alike_shared_parts``), so a
+    schema made again per call was walked again per call."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._schemas: dict[Hashable, dict[str, Any]] = {}
+
+    def get(self, key: Hashable, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        schemas = self._schemas
+        schema = schemas.get(key)
+        if schema is None:
+            if len(schemas) >= self.limit:
+                del schemas[next(iter(schemas))]
+            schema = schemas[key] = make()
+        return schema

@@ -21,7 +21,7 @@ from ..world import WorldState
 from .attacker import Action
 from .prompting import render
 from .render import full_view
-from .schema import decoding_schema, restrict
+from .schema import KeptSchemas, decoding_schema, restrict
 
 MAX_OPS = 3
 _OPS = TypeAdapter(list[Op])
@@ -71,17 +71,10 @@ def phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
     """The phase's output schema: its operations, with the world's ids as enums. Shared between
     worlds whose :func:`_schema_inputs` are equal (a turn's four phases change objects, rarely
     which exist), so callers must not change it."""
-    key = _schema_inputs(world, phase)
-    schema = _SCHEMAS.get(key)
-    if schema is None:
-        if len(_SCHEMAS) >= MAX_SCHEMAS:
-            del _SCHEMAS[next(iter(_SCHEMAS))]
-        schema = _SCHEMAS[key] = _phase_schema(world, phase)
-    return schema
+    return _SCHEMAS.get(_schema_inputs(world, phase), lambda: _phase_schema(world, phase))
 
 
-_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
-MAX_SCHEMAS = 256
+_SCHEMAS = KeptSchemas(256)
 
 
 def _schema_inputs(world: WorldState, phase: str) -> tuple[Any, ...]:
