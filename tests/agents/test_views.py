@@ -120,15 +120,43 @@ def test_the_full_view_kept_per_world_table_and_object_never_goes_stale(demo_wor
     from vcrime_audit.patch import apply_ops, turn_start_locations
 
     world, start = demo_world, turn_start_locations(demo_world)
-    assert full_view(world) == _view_made_afresh(world)
+    elapsed = data.draw(st.sampled_from([1, 5, 30, 120]))
+    _check_views_against_fresh(world, elapsed)
     for phase, ops in data.draw(op_sequences(demo_world)):
         world = apply_ops(world, ops, phase, start).world
-        assert full_view(world) == _view_made_afresh(world)
+        _check_views_against_fresh(world, elapsed)
     other_map = world.model_copy(update={"edges": world.edges[1:], "turn": world.turn + 1})
-    assert full_view(other_map) == _view_made_afresh(other_map), "the edges are part of the view"
+    _check_views_against_fresh(other_map, elapsed)  # the edges are part of the views
     for later in data.draw(st.lists(st.integers(1, 3000), max_size=3)):
         at = world.model_copy(update={"globals": world.globals.model_copy(
             update={"minutes": world.globals.minutes + later})})
-        assert at.npcs is world.npcs and full_view(at) == _view_made_afresh(at), "the clock is too"
+        assert at.npcs is world.npcs
+        _check_views_against_fresh(at, elapsed)  # the clock is too
+        moved = world.model_copy(update={"globals": world.globals.model_copy()})
+        moved.globals.advance(later)
+        _check_views_against_fresh(moved, elapsed)
     started = world.model_copy(update={"globals": world.globals.model_copy(update={"start_clock": "03:15"})})
-    assert full_view(started) == _view_made_afresh(started), "and the clock's start"
+    _check_views_against_fresh(started, elapsed)  # and the clock's start
+    for weather in ("hail", world.globals.weather):
+        _check_views_against_fresh(world.model_copy(update={"globals": world.globals.model_copy(
+            update={"weather": weather})}), elapsed)
+
+
+def _check_views_against_fresh(world: WorldState, elapsed: int) -> None:
+    """The full view, the attacker's observation and the NPC schedule entries due, as kept,
+    against the same made with nothing kept."""
+    from vcrime_audit.agents import render
+
+    assert full_view(world) == _view_made_afresh(world)
+    assert observation(world) == render._observation(world)
+    for minutes in (elapsed, 1440 + elapsed):
+        assert world_manager.due_schedule(world, minutes) == world_manager._due_schedule(world, minutes)
+
+
+def test_the_npc_schedule_entries_due_are_kept_per_table_clock_and_elapsed_time(demo_world):
+    world = demo_world.model_copy(update={"globals": demo_world.globals.model_copy()})
+    world.globals.advance(75)  # 21:30 -> 22:45
+    due = world_manager.due_schedule(world, 75)
+    assert len(due) > 3 and due == world_manager._due_schedule(world, 75)
+    assert world_manager.due_schedule(world, 75) is due, "kept"
+    assert world_manager.due_schedule(world, 10) == world_manager._due_schedule(world, 10) != due

@@ -44,7 +44,28 @@ def observation(world: WorldState) -> str:
     The crew's own members, then for each location a member stands in: its ``observable``,
     its exits, and the ``observable`` of the people and things there. No static description,
     no history, no state: what happened shows only once the World Manager makes it observable.
+
+    Made once per tables and clock it reads (a turn's three, the attacker's plan patch between
+    them, share them all: ``patch.Draft`` copies only what a patch changes).
     """
+    g = world.globals
+    tables, clock = (world.locations, world.edges, world.npcs, world.entities), (g.clock, g.day, g.weather)
+    kept = _OBSERVATIONS.get(world.members, list)
+    for kept_tables, kept_clock, text in kept:
+        if kept_clock == clock and all(a is b for a, b in zip(kept_tables, tables, strict=True)):
+            return text
+    text = _observation(world)
+    kept.append((tables, clock, text))
+    del kept[:-4]
+    return text
+
+
+_OBSERVATIONS: IdentityMemo[list[tuple[tuple[Any, ...], tuple[Any, ...], str]]] = IdentityMemo(
+    4, per_run=True)
+"""Per table of crew members: the last observations made with it, each with what else it read."""
+
+
+def _observation(world: WorldState) -> str:
     g = world.globals
     lines = [f"Time {g.clock} (day {g.day}), weather: {g.weather}.", "", "Your crew:"]
     for m in world.members.values():

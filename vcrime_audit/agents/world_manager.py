@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..backends.base import Message
 from ..clock import due, occurs_between
+from ..memo import IdentityMemo
 from ..patch import MEMBER_STATUSES as _MEMBER_STATUSES
 from ..patch import (
     NPC_STATUSES,
@@ -110,7 +111,22 @@ def phase_messages(world: WorldState, phase: str, action: Action, outcome: dict[
 
 
 def due_schedule(world: WorldState, elapsed: int) -> list[str]:
-    """NPC schedule entries whose daily clock time came during the last ``elapsed`` minutes."""
+    """NPC schedule entries whose daily clock time came during the last ``elapsed`` minutes.
+    Made once per table of NPCs, clock and ``elapsed`` (a turn's four phases mostly share them),
+    so callers must not change the list."""
+    g = world.globals
+    by_clock = _DUE_SCHEDULES.get(world.npcs, dict)
+    key = (g.minutes, g.start_clock, elapsed)
+    due_entries = by_clock.get(key)
+    if due_entries is None:
+        due_entries = by_clock[key] = _due_schedule(world, elapsed)
+    return due_entries
+
+
+_DUE_SCHEDULES: IdentityMemo[dict[tuple[int, str, int], list[str]]] = IdentityMemo(4, per_run=True)
+
+
+def _due_schedule(world: WorldState, elapsed: int) -> list[str]:
     g = world.globals
     since = g.minutes - elapsed
     return [f"{npc.id} -> {entry.location} at {entry.at}"
