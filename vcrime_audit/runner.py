@@ -127,6 +127,8 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
 
     try:
         last = await engine.run(world, config.seed, on_turn)
+        if not cassette.recording:
+            cassette.check_unread()
         if on_calls_done is not None:
             on_calls_done()
         await commits.wait()
@@ -247,7 +249,8 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     are hashed and its cassette is closed (a study starts its next episode then). ``inputs``:
     the tasks and models read for earlier runs (:class:`EpisodeInputs`).
     """
-    cassette = Cassette(cassette_file or cassette_path(config, cassette_dir), mode)
+    cassette = Cassette(cassette_file or cassette_path(config, cassette_dir), mode,
+                        unread_requests=True)
     if cassette.meta:
         _, world, entries = _from_meta(cassette)
     else:
@@ -314,7 +317,7 @@ async def replay(cassette_path: Path, db: Path | None = None) -> RunOutcome:
 async def _replay(cassette_path: Path, db: Path | None) -> RunOutcome:
     """:func:`replay`, whose cassette and world are freed when this returns: before the
     collector is on again, so that its first pass does not walk them."""
-    cassette = Cassette(cassette_path, RecordMode.none)
+    cassette = Cassette(cassette_path, RecordMode.none, unread_requests=True)
     config, world, entries = _from_meta(cassette)
     run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
                       MAX_RUN_ID)

@@ -248,7 +248,8 @@ class Verifier:
         if row["status"] == RUNNING:
             return self._repair_run(store, run_id, path)
         try:
-            outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none), _run_table_tuples)
+            outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none, unread_requests=True),
+                                                 _run_table_tuples)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
         where = compare_table_tuples(_run_table_tuples(store, run_id), derived)
@@ -259,7 +260,7 @@ class Verifier:
         from .runner import replay_loaded
 
         try:
-            _played(replay_loaded(Cassette(path, RecordMode.none), store))
+            _played(replay_loaded(Cassette(path, RecordMode.none, unread_requests=True), store))
         except CassetteMiss:
             return self._add(Verdict("run", run_id, INTERRUPTED, "the cassette stops before the run's "
                                      "end; fix: resume it with a model (vcrime-audit study, or run "
@@ -371,11 +372,12 @@ class Verifier:
         from .certify.run import replay_certification
 
         try:
-            cassette = Cassette(path, RecordMode.none)
+            cassette = Cassette(path, RecordMode.none, unread_requests=True)
             kind = cassette.meta.get("kind", "run")
             if kind in ("followup", "harmcheck"):
                 if not cassette.verifiable:
                     return self._add(Verdict("cassette", str(path), UNVERIFIED, "no summary"))
+                cassette.check_unread()  # every line read in full, as no replay reads them
                 return self._add(Verdict("cassette", str(path), FILE_VERIFIED, "checksums and chain "
                                          "hold; its rows replay only on the store it was recorded "
                                          "on: vcrime-audit verify --db STORE"))

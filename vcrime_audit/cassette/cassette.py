@@ -26,7 +26,15 @@ from ..canonical import to_plain
 from .diff import nearest, request_diff
 from .final_gzip import WrittenLines
 from .keys import cassette_key
-from .lines import chain_update, checksummed, gives_request, record_checksum, record_line
+from .lines import (
+    RequestUnread,
+    chain_update,
+    checksummed,
+    gives_request,
+    gives_request_at,
+    record_checksum,
+    record_line,
+)
 from .persist import (
     FORMAT_VERSION,
     CassetteFileError,
@@ -34,6 +42,7 @@ from .persist import (
     cassette_exists,
     drop_empty_journal,
     journal_path,
+    parse_record,
     read_final,
     read_journal,
     write_final_bytes,
@@ -84,14 +93,21 @@ CALL_FIELDS = ("key", "request", "fingerprint")
 
 
 class Cassette:
-    def __init__(self, path: Path, mode: RecordMode = RecordMode.once) -> None:
+    def __init__(self, path: Path, mode: RecordMode = RecordMode.once, *,
+                 unread_requests: bool = False) -> None:
+        """``unread_requests`` (replay only, mode ``none``): call lines are read without their
+        requests where that can be done (:func:`.lines.read_without_request`); a replay compares
+        its own request's bytes with the line's first. The job that plays it must end with
+        :meth:`check_unread` (``runner`` does), which reads in full each call line no replay
+        proved, so that a line whose request is not JSON is refused as it is when read in full."""
         self.path, self.mode = Path(path), RecordMode(mode)
         self.meta: dict[str, Any] = {}
         self.summary: dict[str, Any] | None = None
-        self.calls: list[dict[str, Any]] = []
-        """The call records read from the file. Calls recorded since are not kept once flushed:
-        they are never looked up (a recording job asks its model), and their messages are most
-        of a recording job's memory."""
+        self._calls: list[tuple[dict[str, Any], bytes]] = []
+        """The call records read from the file, with their lines. Calls recorded since are not
+        kept once flushed: they are never looked up (a recording job asks its model), and their
+        messages are most of a recording job's memory."""
+        self._unread_requests = unread_requests and self.mode is RecordMode.none
         self.format = FORMAT_VERSION
         self._written = WrittenLines()
         self._by_key: dict[str, list[tuple[dict[str, Any], bytes | None]]] = defaultdict(list)
@@ -119,7 +135,8 @@ class Cassette:
     def _load(self) -> None:
         self._from_journal = journal_path(self.path).exists()
         try:
-            records, lines = read_journal(self.path) if self._from_journal else read_final(self.path)
+            read = read_journal if self._from_journal else read_final
+            records, lines = read(self.path, self._unread_requests)
         except CassetteFileError as exc:
             raise CassetteError(str(exc)) from None
         where = journal_path(self.path) if self._from_journal else self.path
@@ -135,7 +152,7 @@ class Cassette:
                                     "or moved); fix: re-record the cassette or restore it from git")
             if kind == "call":
                 self._check_call(where, number, record)
-                self.calls.append(record)
+                self._calls.append((record, line))
                 self._by_key[record["key"]].append((record, line if self.format >= 2 else None))
             elif kind == "summary":
                 self.summary = record
@@ -151,17 +168,21 @@ class Cassette:
             self._written.add(kept, compress=False)
 
     def _check_call(self, where: Path, number: int, record: dict[str, Any]) -> None:
-        missing = [k for k in CALL_FIELDS if k not in record]
+        """A call record's fields; of a record read without its request
+        (:class:`.lines.RequestUnread`), all but the request (checked once it is read)."""
+        unread = type(record) is RequestUnread
+        missing = [k for k in CALL_FIELDS if k not in record and not (unread and k == "request")]
         if "result" not in record and record.get("error") is None:
             missing.append("result")
         if missing:
             raise CassetteError(f"{where}: record {number}: call record lacks "
                                 f"{', '.join(missing)}; fix: re-record the cassette")
-        request = record["request"]
-        if not isinstance(request, dict) or not isinstance(record["fingerprint"], dict):
+        request = None if unread else record["request"]
+        if not (unread or isinstance(request, dict)) or not isinstance(record["fingerprint"], dict):
             raise CassetteError(f"{where}: record {number}: request and fingerprint must be "
                                 "objects; fix: re-record the cassette")
-        if not isinstance(request.get("model"), str) or not isinstance(request.get("role"), str):
+        if isinstance(request, dict) and not (isinstance(request.get("model"), str)
+                                              and isinstance(request.get("role"), str)):
             raise CassetteError(f"{where}: record {number}: request.model/role missing; fix: "
                                 "re-record the cassette")
         error = record.get("error")
@@ -177,6 +198,41 @@ class Cassette:
                 f"{where}: the summary's chain hash does not match the records before it (a "
                 f"record was dropped, added or reordered: {count} found, summary says "
                 f"{summary.get('records')!r}); fix: re-record the cassette or restore it from git")
+
+    def _read_request(self, record: RequestUnread, line: bytes) -> None:
+        """Read ``record``'s line in full and give the record its request. The rest of the line
+        must read as it did without the request: else the request was not cut out where the
+        line's request member is, and the record may have been looked up under the wrong key."""
+        where = journal_path(self.path) if self._from_journal else self.path
+        try:
+            full = parse_record(where, record.number, line)
+        except CassetteFileError as exc:
+            raise CassetteError(str(exc)) from None
+        self._check_call(where, record.number, full)
+        request = full.pop("request")
+        if full != record:
+            raise CassetteError(
+                f"{where}: record {record.number}: its members read otherwise with its request "
+                "member cut out (a member repeated or nested where a call line written by "
+                "vcrime-audit has none); fix: re-record the cassette or restore it from git")
+        record["request"], record.span = request, None
+
+    def _read_in_full(self, record: dict[str, Any], line: bytes) -> dict[str, Any]:
+        if type(record) is RequestUnread and record.span is not None:
+            self._read_request(record, line)
+        return record
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """The call records read from the file, each with its request."""
+        return [self._read_in_full(record, line) for record, line in self._calls]
+
+    def check_unread(self) -> None:
+        """Read in full every call line whose request no replay proved equal to its own
+        (:meth:`play`): a line whose request is not JSON, or not a request, is refused as it is
+        when the file is read in full. Nothing to do after a replay that played every call."""
+        for record, line in self._calls:
+            self._read_in_full(record, line)
 
     def _check_keys(self) -> None:
         for record in self.calls:
@@ -198,8 +254,8 @@ class Cassette:
         legacy = self.meta.get("fingerprints", {})
         if isinstance(legacy, dict) and model in legacy:
             return legacy[model]
-        for record in self.calls:
-            if record["request"].get("model") == model:
+        for record, line in self._calls:  # read in full one by one: the first calls name the models
+            if self._read_in_full(record, line)["request"].get("model") == model:
                 return record["fingerprint"]
         return None
 
@@ -226,8 +282,15 @@ class Cassette:
             return None
         self._played[key] += 1
         record, line = recorded[index]
+        canonical, proven = request.canonical_bytes(), False
+        if type(record) is RequestUnread and record.span is not None and line is not None:
+            proven = gives_request_at(line, record, canonical)
+            if proven:  # the line's request is this one (gives_request_at says why)
+                record["request"], record.span = plain, None
+            else:
+                self._read_request(record, line)
         if record["fingerprint"] != fingerprint or not (
-                (line is not None and gives_request(line, record, request.canonical_bytes()))
+                proven or (line is not None and gives_request(line, record, canonical))
                 or record["request"] == plain):
             raise CassetteError(f"{self.path}: a recorded {request.role} '{request.call}' call's key "
                                 "does not match its request (edited?); fix: re-record the cassette "

@@ -4,7 +4,7 @@ summary's chain hash is made of those checksums (the format: :mod:`vcrime_audit.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..canonical import canonical_json, plain_canonical_bytes
@@ -74,6 +74,7 @@ def chain_update(chain: str, checksum: str) -> str:
 
 
 _REQUEST_MEMBER = b',"request":'
+_RESULT_MEMBER = b',"result":'
 _CALL_END = b',"type":"call"}'
 
 
@@ -93,7 +94,7 @@ def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> boo
     from models first."""
     if "result" in record:
         try:
-            tail = b',"result":' + plain_canonical_bytes(record["result"]) + _CALL_END
+            tail = _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
         except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
             return False
     else:
@@ -101,3 +102,73 @@ def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> boo
     start = len(line) - len(tail) - len(request)
     return (start > len(_REQUEST_MEMBER) and line.endswith(tail) and line.startswith(request, start)
             and line.startswith(_REQUEST_MEMBER, start - len(_REQUEST_MEMBER)))
+
+
+class RequestUnread(dict):  # type: ignore[type-arg]
+    """A call record read without its request member (:func:`read_without_request`), which
+    ``span`` locates in line ``number``: a replay compares its own request's bytes with it first
+    (:func:`gives_request_at`), and reads the whole line only when they differ. Once the record
+    has its request (proven, or read), ``span`` is None."""
+
+    __slots__ = ("span", "number")
+
+    def __init__(self, members: dict[str, Any], span: tuple[int, int], number: int) -> None:
+        super().__init__(members)
+        self.span: tuple[int, int] | None = span
+        self.number = number
+
+
+def read_without_request(line: bytes, parse: Callable[[bytes], Any], number: int) -> RequestUnread | None:
+    """A call line's members but its request, read from the line with the request member cut
+    out: the last ``,"request":`` before the last ``,"result":`` (or before the line's end
+    ``,"type":"call"}`` in a record of a failed call) up to there. None where that reads as
+    anything but an object of type ``call`` without a ``request`` (read the whole line).
+
+    What is cut out is not read here, so nothing yet says it is one JSON value, nor that the cut
+    was where the line's request member is: :func:`gives_request_at` proves both for a request
+    its bytes equal, and a record read in full later must equal this one but its request."""
+    if not line.endswith(_CALL_END):
+        return None
+    end = line.rfind(_RESULT_MEMBER)
+    if end < 0:
+        end = len(line) - len(_CALL_END)
+    start = line.rfind(_REQUEST_MEMBER, 0, end)
+    if start < 0:
+        return None
+    try:
+        members = parse(line[:start] + line[end:])
+    except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError and JSONDecodeError too
+        return None
+    if type(members) is not dict or "request" in members or members.get("type") != "call":
+        return None
+    return RequestUnread(members, (start, end), number)
+
+
+def gives_request_at(line: bytes, record: RequestUnread, request: bytes) -> bool:
+    """Whether ``line`` gives the canonical JSON ``request`` as its request, and ``record``
+    (:func:`read_without_request`) as all its other members. False says nothing (read the line).
+
+    True needs the line to be ``A`` ``,"request":`` ``request`` ``T``, where ``A T`` is what
+    ``record`` was read from and ``T`` is ``,"result":`` with ``record``'s result as canonical
+    JSON, then ``,"type":"call"}`` (only the latter for a failed call). Why that is exact, whoever
+    wrote the line: in ``A T``, a valid JSON object, the comma that begins ``T`` cannot be inside
+    a string (the quote after it would end the string, and ``r`` or ``t`` cannot follow one), and
+    what follows it, complete JSON values (canonical JSON) and keys, closes an object at the
+    line's end: so it separates two members of the top-level object, and ``A`` ends just after a
+    complete member of it. ``request`` is one complete JSON value (ours), so ``A ,"request":
+    request T`` is a valid object too: ``A T``'s members with one more, ``"request"`` (``A T``
+    holds no other ``"request"`` key, or ``record`` would)."""
+    if record.span is None:
+        return False
+    start, end = record.span
+    if (end - start != len(_REQUEST_MEMBER) + len(request)
+            or not line.startswith(request, start + len(_REQUEST_MEMBER))):
+        return False
+    if "result" in record:
+        try:
+            tail = _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
+        except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
+            return False
+    else:
+        tail = _CALL_END
+    return len(line) - end == len(tail) and line.endswith(tail)

@@ -1,0 +1,181 @@
+"""Call lines read without their requests (``Cassette(..., unread_requests=True)``): a replay
+proves a line gives its request from the bytes, and anything it cannot prove is read in full,
+with the answers and errors of a cassette read in full."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.cassette.test_format2 import (
+    REQUESTS,
+    ask,
+    call_lines,
+    lines_of,
+    recorded,
+    request,
+    write_lines,
+)
+from vcrime_audit.canonical import canonical_json
+from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from vcrime_audit.cassette.lines import (
+    RequestUnread,
+    chain_update,
+    claimed_checksum,
+    gives_request_at,
+    read_without_request,
+    record_line,
+)
+from vcrime_audit.jsonparse import parse_json
+
+
+def unread(line: str) -> RequestUnread | None:
+    return read_without_request(line.encode(), parse_json, 2)
+
+
+@st.composite
+def nested_call_lines(draw):
+    """Call lines whose ``,"request":`` and ``,"result":`` may stand inside a member's value, in
+    objects and arrays that close before the line's end, or after its request."""
+    wanted, result = draw(REQUESTS), draw(REQUESTS)
+    request_text, result_text = canonical_json(wanted), canonical_json(result)
+    inner = f',"request":{request_text},"result":{result_text}'
+    pieces = [request_text, result_text, '"call"', '{"q":0' + inner + "}", '[0,{"q":0' + inner + "}]",
+              '{"q":{"r":1' + inner + '},"type":"call"}', '{"q":0,"request":' + request_text + "}",
+              canonical_json(draw(REQUESTS))]
+    members = draw(st.lists(st.tuples(st.sampled_from(["request", "result", "type", "key", "p"]),
+                                      st.sampled_from(pieces)), min_size=1, max_size=5))
+    if draw(st.booleans()):
+        members.append(("request", request_text))
+    if draw(st.booleans()):
+        members.append(("result", result_text))
+    members.append(("type", '"call"'))
+    return wanted, "{" + ",".join(f'"{k}":{v}' for k, v in members) + "}"
+
+
+@settings(max_examples=3000, suppress_health_check=list(HealthCheck))
+@given(call_lines() | nested_call_lines())
+def test_a_line_proven_to_give_a_request_reads_as_that_request_and_the_members_read_without_it(case):
+    """Members of any order, nesting and repetition, texts that hold the tails a line ends with:
+    whenever the bytes prove the request, the line read in full is exactly the members read
+    without it plus that request."""
+    wanted, line = case
+    record = unread(line)
+    if record is not None and gives_request_at(line.encode(), record, canonical_json(wanted).encode()):
+        full = json.loads(line)
+        assert full == {**record, "request": wanted}
+        assert canonical_json(full["request"]) == canonical_json(wanted)
+
+
+RECORDS = [
+    {"type": "call", "key": "k", "request": {"a": [1, "x"], "result": {"request": 1}},
+     "fingerprint": {}, "result": {"text": 't,"result":{}', "seconds": 0.5}, "parsed": {"request": 2}},
+    {"type": "call", "key": "k", "request": {"a": 1.0}, "fingerprint": {},
+     "error": {"type": "BackendError", "message": "m"}},
+]
+
+
+@pytest.mark.parametrize("record", RECORDS)
+def test_every_call_line_written_is_proven_to_give_its_request_and_no_other(record):
+    line = record_line(record)
+    read = unread(line)
+    assert read is not None and read == {k: v for k, v in json.loads(line).items() if k != "request"}
+    assert gives_request_at(line.encode(), read, canonical_json(record["request"]).encode())
+    assert not gives_request_at(line.encode(), read, canonical_json({"a": 2}).encode())
+
+
+@pytest.mark.parametrize("line", [
+    '{"checksum":"x","type":"call"}',  # no request member
+    '{"request":{},"result":{},"type":"call"}',  # its request is the first member: no comma before
+    '{"checksum":"x","request":{},"request":{},"result":{},"type":"call"}',  # two requests
+    '{"checksum":"x","request":{"a":1,"request":{}},"result":{},"type":"call"}',  # cut inside it
+    '{"checksum":"x","request":{},"result":{},"type":"summary"}',
+    '{"checksum":"x","request":{},"result":{},"type":"call"} ',
+])
+def test_lines_that_do_not_read_without_their_request_are_read_in_full(line):
+    assert unread(line) is None
+
+
+def signed(body: dict | str) -> str:
+    """A line with a valid checksum around ``body`` (a record, or the text of one, valid JSON
+    or not), as a hand-made cassette would hold it."""
+    text = body if isinstance(body, str) else canonical_json(body)
+    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return f'{{"checksum":"{digest}",' + text[1:]
+
+
+def resigned(lines: list[str]) -> list[str]:
+    """``lines`` (header, calls, summary) with the summary's record count and chain made anew."""
+    calls = lines[1:-1]
+    chain = ""
+    for line in [lines[0], *calls]:
+        chain = chain_update(chain, claimed_checksum(line))
+    summary = {k: v for k, v in json.loads(lines[-1]).items() if k != "checksum"}
+    summary.update(records=len(calls) + 1, chain=chain)
+    return [lines[0], *calls, record_line(summary)]
+
+
+def replayed(path, asks=("q0", "q1", "q2")):
+    cassette = Cassette(path, RecordMode.none, unread_requests=True)
+    backend = RecordingBackend(cassette)
+    return cassette, [json.loads(ask(backend, request(q)).text) for q in asks]
+
+
+def test_a_replay_proves_every_line_and_reads_none_again(tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    cassette, answers = replayed(path)
+    assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
+    records = [record for record, _ in cassette._calls]
+    assert all(type(r) is RequestUnread and r.span is None for r in records), "all proven"
+    cassette.check_unread()
+    assert cassette.calls == Cassette(path, RecordMode.none).calls
+
+
+def test_a_line_never_replayed_whose_request_is_not_json_is_refused_as_when_read_in_full(tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
+    text = canonical_json({**body, "key": "unasked"})
+    broken = signed(text.replace('"request":{', '"request":{"bad":01,', 1))
+    write_lines(path, resigned([*lines[:-1], broken, lines[-1]]))
+    with pytest.raises(CassetteError, match="line 5: invalid JSON") as eager:
+        Cassette(path, RecordMode.none)
+    cassette, answers = replayed(path)  # the lines asked for replay as before
+    assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
+    with pytest.raises(CassetteError) as lazy:
+        cassette.check_unread()
+    assert str(lazy.value) == str(eager.value)
+
+
+def test_a_line_whose_request_was_not_cut_where_its_member_is_is_refused(tmp_path, scripted):
+    """A second "key" after the request: read without the request, the line says the first key;
+    read in full, the second. It was looked up under a key the line does not hold: refused."""
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    record = json.loads(lines[1])
+    body = {k: v for k, v in record.items() if k != "checksum"}
+    text = canonical_json(body).replace(',"result":', ',"key":"other","result":', 1)
+    lines[1] = signed(text)
+    write_lines(path, resigned(lines))
+    assert json.loads(lines[1])["key"] == "other"
+    with pytest.raises(CassetteError, match="record 2: its members read otherwise"):
+        replayed(path, asks=("q0",))
+
+
+def test_a_request_that_differs_from_the_line_is_compared_in_full_as_before(tmp_path, scripted):
+    """The line's request written with other whitespace: not proven from the bytes, read in full,
+    equal by value: the answer is played (as a cassette read in full plays it)."""
+    path = recorded(tmp_path, scripted)
+    lines = lines_of(path)
+    body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
+    spaced = json.dumps(body["request"], sort_keys=True, separators=(", ", ": "))
+    text = canonical_json(body).replace(canonical_json(body["request"]), spaced, 1)
+    lines[1] = signed(text)
+    write_lines(path, resigned(lines))
+    cassette, answers = replayed(path)
+    assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
+    assert cassette.calls == Cassette(path, RecordMode.none).calls
