@@ -92,13 +92,9 @@ def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> boo
     of the object's last ``"request"`` key, the one a JSON reader keeps. ``record`` is what a JSON
     reader made of the line, plain JSON data, so its result's canonical bytes need no conversion
     from models first."""
-    if "result" in record:
-        try:
-            tail = _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
-        except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
-            return False
-    else:
-        tail = _CALL_END
+    tail = _call_tail(record)
+    if tail is None:
+        return False
     start = len(line) - len(tail) - len(request)
     return (start > len(_REQUEST_MEMBER) and line.endswith(tail) and line.startswith(request, start)
             and line.startswith(_REQUEST_MEMBER, start - len(_REQUEST_MEMBER)))
@@ -164,11 +160,16 @@ def gives_request_at(line: bytes, record: RequestUnread, request: bytes) -> bool
     if (end - start != len(_REQUEST_MEMBER) + len(request)
             or not line.startswith(request, start + len(_REQUEST_MEMBER))):
         return False
-    if "result" in record:
-        try:
-            tail = _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
-        except (ValueError, TypeError, RecursionError):  # what canonical JSON refuses: not ours
-            return False
-    else:
-        tail = _CALL_END
-    return len(line) - end == len(tail) and line.endswith(tail)
+    tail = _call_tail(record)
+    return tail is not None and len(line) - end == len(tail) and line.endswith(tail)
+
+
+def _call_tail(record: Mapping[str, Any]) -> bytes | None:
+    """How a call line we write ends after its request: its result member (if any) and its type;
+    None for a result canonical JSON refuses (not ours)."""
+    if "result" not in record:
+        return _CALL_END
+    try:
+        return _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
+    except (ValueError, TypeError, RecursionError):
+        return None
