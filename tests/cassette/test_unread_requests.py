@@ -91,13 +91,33 @@ def test_every_call_line_written_is_proven_to_give_its_request_and_no_other(reco
 @pytest.mark.parametrize("line", [
     '{"checksum":"x","type":"call"}',  # no request member
     '{"request":{},"result":{},"type":"call"}',  # its request is the first member: no comma before
-    '{"checksum":"x","request":{},"request":{},"result":{},"type":"call"}',  # two requests
-    '{"checksum":"x","request":{"a":1,"request":{}},"result":{},"type":"call"}',  # cut inside it
+    '{"checksum":"x","p":{"request":{}},"result":{},"type":"call"}',  # only a nested one
+    '{"request":{},"checksum":"x","request":{},"result":{},"type":"call"}',  # one left after the cut
     '{"checksum":"x","request":{},"result":{},"type":"summary"}',
     '{"checksum":"x","request":{},"result":{},"type":"call"} ',
 ])
 def test_lines_that_do_not_read_without_their_request_are_read_in_full(line):
     assert unread(line) is None
+
+
+@pytest.mark.parametrize(("line", "request_text"), [
+    ('{"checksum":"x","parsed":{"a":0,"request":1},"request":{},"result":{},"type":"call"}', "{}"),
+    ('{"checksum":"x","request":{"a":1,"request":{}},"result":{},"type":"call"}', '{"a":1,"request":{}}'),
+    ('{"checksum":"x","request":{"b":2},"request":{},"result":{},"type":"call"}', None),
+])
+def test_a_request_key_in_the_parsed_answer_or_the_request_still_cuts_where_it_may(line, request_text):
+    """The first ``,"request":`` (in a parsed answer here) cut out does not read, the last does;
+    a request holding a "request" key reads from the first. Two requests read as one cut
+    (both), which no request's bytes prove: such a line is read in full at replay."""
+    record = unread(line)
+    assert record is not None
+    full = json.loads(line)
+    assert record == {k: v for k, v in full.items() if k != "request"}
+    proven = gives_request_at(line.encode(), record, canonical_json(full["request"]).encode())
+    assert proven == (request_text is not None)
+    if proven:
+        start, end = record.span
+        assert line.encode()[start:end] == b',"request":' + request_text.encode()
 
 
 def signed(body: dict | str) -> str:

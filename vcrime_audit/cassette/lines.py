@@ -116,9 +116,11 @@ class RequestUnread(dict):  # type: ignore[type-arg]
 
 def read_without_request(line: bytes, parse: Callable[[bytes], Any], number: int) -> RequestUnread | None:
     """A call line's members but its request, read from the line with the request member cut
-    out: the last ``,"request":`` before the last ``,"result":`` (or before the line's end
-    ``,"type":"call"}`` in a record of a failed call) up to there. None where that reads as
-    anything but an object of type ``call`` without a ``request`` (read the whole line).
+    out: from the first ``,"request":`` (else the last) up to the last ``,"result":`` (or to the
+    line's end ``,"type":"call"}`` in a record of a failed call). None where neither cut reads as
+    an object of type ``call`` without a ``request`` (read the whole line). The first is found
+    in the few hundred bytes before the request; the last, searched for backwards through the
+    request, is there for a line whose parsed answer holds a ``"request"`` key.
 
     What is cut out is not read here, so nothing yet says it is one JSON value, nor that the cut
     was where the line's request member is: :func:`gives_request_at` proves both for a request
@@ -128,9 +130,16 @@ def read_without_request(line: bytes, parse: Callable[[bytes], Any], number: int
     end = line.rfind(_RESULT_MEMBER)
     if end < 0:
         end = len(line) - len(_CALL_END)
-    start = line.rfind(_REQUEST_MEMBER, 0, end)
+    start = line.find(_REQUEST_MEMBER, 0, end)
     if start < 0:
         return None
+    read = _read_cut(line, start, end, parse, number)
+    last = line.rfind(_REQUEST_MEMBER, 0, end) if read is None else start
+    return read if last == start else _read_cut(line, last, end, parse, number)
+
+
+def _read_cut(line: bytes, start: int, end: int, parse: Callable[[bytes], Any],
+              number: int) -> RequestUnread | None:
     try:
         members = parse(line[:start] + line[end:])
     except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError and JSONDecodeError too
