@@ -155,7 +155,8 @@ def _check(condition: bool, reason: str) -> None:
 
 class Draft:
     """A copy-on-write world: its tables and objects are shared with the original until
-    :meth:`own` copies an object for writing, and the table holding it the first time. Nothing
+    :meth:`own` copies an object for writing, and the table holding it the first time; its
+    globals and the attacker's state until :meth:`own_part` copies them. Nothing
     reachable from the original is changed, and a table nothing was changed in stays the very
     same dict (what is kept per table, ``world._TABLE_JSON``, is reused)."""
 
