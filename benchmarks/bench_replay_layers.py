@@ -10,8 +10,9 @@ apart, in CPU time of this process, best of ``--rounds``:
 
 - read: reading, decompressing and parsing the file with the standard library (issue 12's
   "limit": the speed of the cassette's own data);
-- load: ``Cassette(path)``, the checked reading a replay starts with (checksums, the summary's
-  chain, the index of keys);
+- load: ``Cassette(path, unread_requests=True)``, the checked reading a run's replay starts with
+  (checksums, the summary's chain, the index of keys; the call lines read without their
+  requests, which the replay proves from the bytes);
 - engine: the episode derived again with the answers handed over in recorded order: prompts
   rendered, requests built, answers parsed and checked, patches applied and validated. No
   cassette keys, no comparison with the recording, no rows. The least any replay that re-derives
@@ -104,8 +105,10 @@ def timed(prepare: Callable[[], Any], work: Callable[[Any], Any]) -> float:
     return time.process_time() - started
 
 
-def loaded(path: Path) -> Callable[[], Cassette]:
-    return lambda: Cassette(path, RecordMode.none)
+def loaded(path: Path, unread_requests: bool = True) -> Callable[[], Cassette]:
+    """The cassette as a run's replay reads it; in full (``unread_requests=False``) for the
+    engine alone, which is handed the recorded answers in order (``Cassette.calls``)."""
+    return lambda: Cassette(path, RecordMode.none, unread_requests=unread_requests)
 
 
 def replay_in_memory(cassette: Cassette) -> None:
@@ -136,8 +139,8 @@ def layers(path: Path, template: Path, folder: Path) -> dict[str, float]:
 
     return {
         "read": timed(lambda: None, lambda _: read_limit(path)),
-        "load": timed(lambda: None, lambda _: Cassette(path, RecordMode.none)),
-        "engine": timed(loaded(path), lambda c: asyncio.run(_derive(c, InOrder(c)))),
+        "load": timed(lambda: None, lambda _: loaded(path)()),
+        "engine": timed(loaded(path, False), lambda c: asyncio.run(_derive(c, InOrder(c)))),
         "+ cassette": timed(loaded(path), lambda c: asyncio.run(_derive(c, RecordingBackend(c)))),
         "+ rows": timed(loaded(path), replay_in_memory),
         "replay to a file": timed(replay_to_file(template, folder, path), play_to_file),
