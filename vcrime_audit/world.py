@@ -35,9 +35,8 @@ class Strict(BaseModel):
     def shallow_copy(self, update: dict[str, Any] | None = None) -> Self:
         """``self.model_copy(update=update)``: a new ``__dict__`` (values shared) and set of
         fields set. These models forbid extra fields and hold no private attributes, so what
-        pydantic checks for those on each copy is skipped (~1.2 against ~3.3 us; ``patch.Draft``
-        copies three models for each patch); a model with private attributes is copied by
-        pydantic."""
+        pydantic checks for those on each copy is skipped (0.8 against 1.2 us, 0.9 against
+        1.5 us with an update); a model with private attributes is copied by pydantic."""
         if self.__pydantic_private__ is not None:
             return self.model_copy(update=update)
         copied = object.__new__(type(self))
