@@ -30,11 +30,10 @@ from vcrime_audit.cassette.lines import (
     read_without_request,
     record_line,
 )
-from vcrime_audit.jsonparse import parse_json
 
 
 def unread(line: str) -> RequestUnread | None:
-    return read_without_request(line.encode(), parse_json, 2)
+    return read_without_request(line.encode(), 2)
 
 
 @st.composite

@@ -21,9 +21,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import BackendError, GenerateRequest, GenerateResult
+from ..backends.base import GenerateRequest, GenerateResult
 from ..canonical import to_plain
-from .diff import nearest, request_diff
+from .call_records import check_call, check_keys, read_request
+from .diff import nearest
+from .errors import CassetteError, CassetteMiss, RecordedCallError
 from .final_gzip import WrittenLines
 from .keys import cassette_key
 from .lines import (
@@ -42,7 +44,6 @@ from .persist import (
     cassette_exists,
     drop_empty_journal,
     journal_path,
-    parse_record,
     read_final,
     read_journal,
     write_final_bytes,
@@ -61,35 +62,6 @@ class RecordMode(str, Enum):
     new = "new"
     none = "none"
     all = "all"
-
-
-class CassetteError(Exception):
-    """A cassette file that cannot be used."""
-
-
-class CassetteMiss(Exception):
-    """A request that the cassette does not hold, while recording is off."""
-
-    def __init__(self, path: Path, request: dict[str, Any], recorded: dict[str, Any] | None,
-                 fingerprint_note: str = "") -> None:
-        self.request, self.recorded = request, recorded
-        head = (f"replay miss in {path}: no recorded answer for the {request['role']} "
-                f"'{request['call']}' call (model {request['model']}); no model was called.")
-        if recorded is None:
-            body = "The cassette holds no calls."
-        else:
-            diff = request_diff(recorded, request)
-            body = ("Diff against the nearest recorded request:\n" + diff) if diff else fingerprint_note
-        fix = ("fix: restore the prompt/scenario/code that produced the recording, or re-record "
-               "with --record-mode new (missing calls only) or all")
-        super().__init__(f"{head}\n{body}\n{fix}")
-
-
-class RecordedCallError(BackendError):
-    """A call that failed when it was recorded, failing again in the same way on replay."""
-
-
-CALL_FIELDS = ("key", "request", "fingerprint")
 
 
 class Cassette:
@@ -132,6 +104,12 @@ class Cassette:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @property
+    def _where(self) -> Path:
+        """The file the records were read from (the journal, while a job records or after a
+        crash; else the final file)."""
+        return journal_path(self.path) if self._from_journal else self.path
+
     def _load(self) -> None:
         self._from_journal = journal_path(self.path).exists()
         try:
@@ -139,7 +117,7 @@ class Cassette:
             records, lines = read(self.path, self._unread_requests)
         except CassetteFileError as exc:
             raise CassetteError(str(exc)) from None
-        where = journal_path(self.path) if self._from_journal else self.path
+        where = self._where
         self.format = int(records[0]["format"])
         self.meta = records[0].get("meta") or {}
         chain, kept = "", []
@@ -151,7 +129,7 @@ class Cassette:
                 raise CassetteError(f"{where}: record {number} follows the summary (lines added "
                                     "or moved); fix: re-record the cassette or restore it from git")
             if kind == "call":
-                self._check_call(where, number, record)
+                check_call(where, number, record)
                 self._calls.append((record, line))
                 self._by_key[record["key"]].append((record, line if self.format >= 2 else None))
             elif kind == "summary":
@@ -163,32 +141,9 @@ class Cassette:
                 chain = chain_update(chain, record["checksum"])
                 kept.append(line)
         if self.format < 2:
-            self._check_keys()
+            check_keys(self.path, self.calls)
         else:
             self._written.add(kept, compress=False)
-
-    def _check_call(self, where: Path, number: int, record: dict[str, Any]) -> None:
-        """A call record's fields; of a record read without its request
-        (:class:`.lines.RequestUnread`), all but the request (checked once it is read)."""
-        unread = type(record) is RequestUnread
-        missing = [k for k in CALL_FIELDS if k not in record and not (unread and k == "request")]
-        if "result" not in record and record.get("error") is None:
-            missing.append("result")
-        if missing:
-            raise CassetteError(f"{where}: record {number}: call record lacks "
-                                f"{', '.join(missing)}; fix: re-record the cassette")
-        request = None if unread else record["request"]
-        if not (unread or isinstance(request, dict)) or not isinstance(record["fingerprint"], dict):
-            raise CassetteError(f"{where}: record {number}: request and fingerprint must be "
-                                "objects; fix: re-record the cassette")
-        if isinstance(request, dict) and not (isinstance(request.get("model"), str)
-                                              and isinstance(request.get("role"), str)):
-            raise CassetteError(f"{where}: record {number}: request.model/role missing; fix: "
-                                "re-record the cassette")
-        error = record.get("error")
-        if error is not None and not (isinstance(error, dict) and isinstance(error.get("message"), str)):
-            raise CassetteError(f"{where}: record {number}: error must be an object with a "
-                                "message; fix: re-record the cassette")
 
     def _check_chain(self, where: Path, summary: dict[str, Any], chain: str, count: int) -> None:
         if self.format < 2:
@@ -199,27 +154,9 @@ class Cassette:
                 f"record was dropped, added or reordered: {count} found, summary says "
                 f"{summary.get('records')!r}); fix: re-record the cassette or restore it from git")
 
-    def _read_request(self, record: RequestUnread, line: bytes) -> None:
-        """Read ``record``'s line in full and give the record its request. The rest of the line
-        must read as it did without the request: else the request was not cut out where the
-        line's request member is, and the record may have been looked up under the wrong key."""
-        where = journal_path(self.path) if self._from_journal else self.path
-        try:
-            full = parse_record(where, record.number, line)
-        except CassetteFileError as exc:
-            raise CassetteError(str(exc)) from None
-        self._check_call(where, record.number, full)
-        request = full.pop("request")
-        if full != record:
-            raise CassetteError(
-                f"{where}: record {record.number}: its members read otherwise with its request "
-                "member cut out (a member repeated or nested where a call line written by "
-                "vcrime-audit has none); fix: re-record the cassette or restore it from git")
-        record["request"], record.span = request, None
-
     def _read_in_full(self, record: dict[str, Any], line: bytes) -> dict[str, Any]:
         if type(record) is RequestUnread and record.span is not None:
-            self._read_request(record, line)
+            read_request(self._where, record, line)
         return record
 
     @property
@@ -233,17 +170,6 @@ class Cassette:
         when the file is read in full. Nothing to do after a replay that played every call."""
         for record, line in self._calls:
             self._read_in_full(record, line)
-
-    def _check_keys(self) -> None:
-        for record in self.calls:
-            try:
-                request = GenerateRequest.model_validate(record["request"])
-            except ValueError as exc:
-                raise CassetteError(f"{self.path}: a call record's request is malformed "
-                                    f"({str(exc).splitlines()[0]}); fix: re-record") from None
-            if cassette_key(request, record["fingerprint"]) != record["key"]:
-                raise CassetteError(f"{self.path}: a call record's key does not match its request "
-                                    "(edited by hand?); fix: re-record the cassette")
 
     @property
     def verifiable(self) -> bool:
@@ -288,7 +214,7 @@ class Cassette:
             if proven:  # the line's request is this one (gives_request_at says why)
                 record["request"], record.span = plain, None
             else:
-                self._read_request(record, line)
+                read_request(self._where, record, line)
         if record["fingerprint"] != fingerprint or not (
                 proven or (line is not None and gives_request(line, record, canonical))
                 or record["request"] == plain):

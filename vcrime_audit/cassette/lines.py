@@ -4,10 +4,11 @@ summary's chain hash is made of those checksums (the format: :mod:`vcrime_audit.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..canonical import canonical_json, plain_canonical_bytes
+from ..jsonparse import parse_json
 
 CHECKSUM_PREFIX = '{"checksum":"'
 CHECKSUM_HEX = 32
@@ -114,7 +115,7 @@ class RequestUnread(dict):  # type: ignore[type-arg]
         self.number = number
 
 
-def read_without_request(line: bytes, parse: Callable[[bytes], Any], number: int) -> RequestUnread | None:
+def read_without_request(line: bytes, number: int) -> RequestUnread | None:
     """A call line's members but its request, read from the line with the request member cut
     out: from the first ``,"request":`` (else the last) up to the last ``,"result":`` (or to the
     line's end ``,"type":"call"}`` in a record of a failed call). None where neither cut reads as
@@ -133,15 +134,14 @@ def read_without_request(line: bytes, parse: Callable[[bytes], Any], number: int
     start = line.find(_REQUEST_MEMBER, 0, end)
     if start < 0:
         return None
-    read = _read_cut(line, start, end, parse, number)
+    read = _read_cut(line, start, end, number)
     last = line.rfind(_REQUEST_MEMBER, 0, end) if read is None else start
-    return read if last == start else _read_cut(line, last, end, parse, number)
+    return read if last == start else _read_cut(line, last, end, number)
 
 
-def _read_cut(line: bytes, start: int, end: int, parse: Callable[[bytes], Any],
-              number: int) -> RequestUnread | None:
+def _read_cut(line: bytes, start: int, end: int, number: int) -> RequestUnread | None:
     try:
-        members = parse(line[:start] + line[end:])
+        members = parse_json(line[:start] + line[end:])
     except (ValueError, TypeError, RecursionError):  # UnicodeDecodeError and JSONDecodeError too
         return None
     if type(members) is not dict or "request" in members or members.get("type") != "call":

@@ -138,7 +138,7 @@ def parse_lines(path: Path, data: bytes, *, torn_tail_ok: bool = False, unread_r
         if not line:
             raise CassetteFileError(f"{path}: line {number}: empty line; fix: {FIX}")
         format_2 = number > 1 and records[0].get("format") == 2
-        record = (format_2 and unread_requests and read_without_request(line, parse_json, number)
+        record = (format_2 and unread_requests and read_without_request(line, number)
                   or parse_record(path, number, line))
         if number == 1:
             check_header(path, [record])
