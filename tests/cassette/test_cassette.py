@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tests.cassette.test_format2 import in_format_2
 from vcrime_audit.backends.base import GenerateRequest, Message, Sampling
 from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordingBackend, RecordMode
 from vcrime_audit.cassette.lines import line_checksum
@@ -159,16 +160,34 @@ def test_a_call_record_with_a_null_error_and_no_result_is_one_clear_error(tmp_pa
         Cassette(path, RecordMode.none)
 
 
-def test_a_call_line_written_another_way_replays_by_its_values(tmp_path, echo):
-    """A line that is valid but not as we write it (members reordered, spaces), re-signed: the
-    replay compares the request's values, as it does for a format-1 line."""
-    path, records = saved_one_call(tmp_path, echo)
+def reordered(path, records):
+    """The cassette's call line rewritten valid but not as we write it (members reordered,
+    spaces), its checksum made over the whole of it (as format 2 defines)."""
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     body = json.dumps({k: v for k, v in reversed(records[1].items()) if k != "checksum"})
     checksum = hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
     lines[1] = f'{{"checksum":"{checksum}",' + body[1:]
-    assert len(lines) == 2 and line_checksum(lines[1].encode()) == (checksum, True)  # saved: no summary
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+
+def test_a_format_3_call_line_written_another_way_is_refused(tmp_path, echo):
+    """Format 3 checks a call's checksum without its request member, which must stand where we
+    write it: a line written another way is refused, naming the record."""
+    path, records = saved_one_call(tmp_path, echo)
+    reordered(path, records)
+    for unread in (False, True):
+        with pytest.raises(CassetteError, match=r"record 2: its request does not match its "
+                                                r"request_hash|record 2 does not match its checksum"):
+            Cassette(path, RecordMode.none, unread_requests=unread).check_unread()
+
+
+def test_a_call_line_written_another_way_replays_by_its_values(tmp_path, echo):
+    """A format-2 line that is valid but not as we write it (members reordered, spaces),
+    re-signed: the replay compares the request's values, as it does for a format-1 line."""
+    path, records = saved_one_call(tmp_path, echo)
+    reordered(path, read_records(in_format_2(path)))
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    assert len(lines) == 2 and line_checksum(lines[1].encode())[1]  # saved: no summary
     replayed = Cassette(path, RecordMode.none)
     assert ask(RecordingBackend(replayed), request()).text == ask(RecordingBackend(Cassette(
         tmp_path / "fresh.jsonl.gz", RecordMode.once), echo), request()).text

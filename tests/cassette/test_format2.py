@@ -1,9 +1,10 @@
-"""Cassette format 2: journal, checksums, chain hash, error records, torn tails, hostile files."""
+"""Cassette formats 2 and 3: journal, checksums, chain hash, error records, torn tails, hostile files."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import json
 
 import pytest
@@ -12,10 +13,11 @@ from hypothesis import strategies as st
 
 from tests.cassette.test_persist import gzipfile_bytes
 from vcrime_audit.backends.base import BackendError, GenerateRequest, Message, Sampling
-from vcrime_audit.canonical import canonical_json
-from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from vcrime_audit.canonical import canonical_json, content_hash
+from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordingBackend, RecordMode
+from vcrime_audit.cassette.keys import cassette_key
 from vcrime_audit.cassette.lines import gives_request, line_checksum, record_line
-from vcrime_audit.cassette.persist import MAX_BYTES_ENV, journal_path, read_records
+from vcrime_audit.cassette.persist import MAX_BYTES_ENV, journal_path, read_records, write_records
 
 
 def request(content="hello", seed=0):
@@ -60,16 +62,58 @@ def write_lines(path, lines):
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
 
+def in_format_2(path):
+    """The cassette at ``path`` (format 3, as recorded now) rewritten in format 2: its calls keyed
+    by their requests, without request hashes, each line checksummed whole."""
+    records = read_records(path)
+    for record in records:
+        if record["type"] == "header":
+            record["format"] = 2
+        if record["type"] == "call":
+            del record["request_hash"]
+            record["key"] = cassette_key(record["request"], record["fingerprint"], 2)
+    write_records(path, records)
+    assert Cassette(path, RecordMode.none).format == 2
+    return path
+
+
 def test_every_line_starts_with_a_checksum_of_the_rest(tmp_path, scripted):
+    """Format 3: a call's checksum leaves out its request, which its request hash covers; its key
+    hashes the fingerprint with that hash. Every line is the record's canonical JSON."""
     path = recorded(tmp_path, scripted)
     lines = lines_of(path)
     assert [json.loads(line)["type"] for line in lines] == ["header", "call", "call", "call", "summary"]
+    assert json.loads(lines[0])["format"] == 3
     for line in lines:
+        body = json.loads(line)
+        claimed = body.pop("checksum")
+        assert record_line(body) == line
+        call = body["type"] == "call"
+        checked = {k: v for k, v in body.items() if not (call and k == "request")}
+        assert claimed == hashlib.blake2b(canonical_json(checked).encode(), digest_size=16).hexdigest()
+        assert line_checksum(line.encode()) == (claimed, not call)
+        if call:
+            assert body["request_hash"] == hashlib.blake2b(
+                canonical_json(body["request"]).encode(), digest_size=16).hexdigest()
+            assert body["key"] == content_hash({"fingerprint": body["fingerprint"],
+                                                "request_hash": body["request_hash"]})
+    assert Cassette(path, RecordMode.none).summary["records"] == 4
+
+
+def test_every_format_2_line_starts_with_a_checksum_of_the_rest(tmp_path, scripted):
+    path = in_format_2(recorded(tmp_path, scripted))
+    for line in lines_of(path):
         claimed, ok = line_checksum(line.encode())
         body = json.loads(line)
         body.pop("checksum")
-        assert ok and record_line(body) == line
-    assert Cassette(path, RecordMode.none).summary["records"] == 4
+        assert ok and record_line(body) == line and "request_hash" not in body
+        if body["type"] == "call":
+            assert body["key"] == content_hash({"request": body["request"],
+                                                "fingerprint": body["fingerprint"]})
+    cassette = Cassette(path, RecordMode.none)
+    backend = RecordingBackend(cassette)
+    assert [json.loads(ask(backend, request(f"q{i}")).text) for i in range(3)] == \
+        [{"echo": f"q{i}"} for i in range(3)]
 
 
 def test_the_final_file_is_byte_stable(tmp_path, scripted):
@@ -280,48 +324,73 @@ def test_malformed_headers_are_one_clear_error(tmp_path, header):
     assert str(info.value).startswith(str(path)) and "fix:" in str(info.value)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.data())
-def test_any_byte_edit_is_caught_or_harmless(tmp_path_factory, data):
-    """A flipped byte anywhere in the decompressed text is an error, never a silent change."""
-    folder = tmp_path_factory.mktemp("flip")
+class Echo:
+    name = "echo"
+
+    def fingerprint(self, model):
+        return {"engine": "echo"}
+
+    async def generate(self, req):
+        from vcrime_audit.backends.base import GenerateResult
+        return GenerateResult(text=json.dumps({"echo": req.messages[-1].content}))
+
+    async def aclose(self):
+        pass
+
+
+def two_calls(folder, version=3):
+    """A final cassette of two echoed calls (q0, q1) with a summary, in format ``version``."""
     path = folder / "c.jsonl.gz"
     cassette = Cassette(path, RecordMode.once)
-
-    class Echo:
-        name = "echo"
-
-        def fingerprint(self, model):
-            return {"engine": "echo"}
-
-        async def generate(self, req):
-            from vcrime_audit.backends.base import GenerateResult
-            return GenerateResult(text=json.dumps({"echo": req.messages[-1].content}))
-
-        async def aclose(self):
-            pass
-
     backend = RecordingBackend(cassette, Echo())
     for i in range(2):
         ask(backend, request(f"q{i}"))
     cassette.close_with_summary({"rows": {}})
     cassette.finalise()
+    return in_format_2(path) if version == 2 else path
+
+
+def flip_a_byte(path, data):
     text = bytearray(gzip.decompress(path.read_bytes()))
     index = data.draw(st.integers(0, len(text) - 2))
     value = data.draw(st.integers(0, 255).filter(lambda v: v != text[index]))
     text[index] = value
     path.write_bytes(gzip.compress(bytes(text)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_any_byte_edit_is_caught_or_harmless(tmp_path_factory, data):
+    """A flipped byte anywhere in the decompressed text is an error, never a silent change."""
+    path = two_calls(tmp_path_factory.mktemp("flip"))
+    flip_a_byte(path, data)
     with pytest.raises(CassetteError):
         Cassette(path, RecordMode.none)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.sampled_from([2, 3]))
+def test_any_byte_edit_is_caught_by_a_replay_that_leaves_requests_unread(tmp_path_factory, data, version):
+    """Read without its requests (a run's replay), a cassette with a flipped byte is refused at
+    load, by a call's replay or by the replay's last check (``check_unread``): a format-3 line's
+    checksum leaves out its request, which its replay proves equal to the request asked or reads
+    and hashes."""
+    path = two_calls(tmp_path_factory.mktemp("flip"), version)
+    flip_a_byte(path, data)
+    with pytest.raises((CassetteError, CassetteMiss)):
+        cassette = Cassette(path, RecordMode.none, unread_requests=True)
+        backend = RecordingBackend(cassette)
+        for i in range(2):
+            ask(backend, request(f"q{i}"))
+        cassette.check_unread()
 
 
 def test_format_1_cassettes_still_read(tmp_path):
     path = tmp_path / "old.jsonl.gz"
     req = request()
     from vcrime_audit.canonical import to_plain
-    from vcrime_audit.cassette.keys import cassette_key
 
-    call = {"type": "call", "key": cassette_key(req, {"e": 1}), "request": to_plain(req),
+    call = {"type": "call", "key": cassette_key(req, {"e": 1}, 1), "request": to_plain(req),
             "fingerprint": {"e": 1}, "result": {"text": "old", "finish_reason": "stop",
                                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1},
                                                 "seconds": 0.1}, "parsed": None}
@@ -345,16 +414,19 @@ def call_lines(draw):
     result = draw(st.dictionaries(st.sampled_from(["text", "seconds"]), st.text(max_size=3) | st.integers(),
                                   max_size=2))
     target = canonical_json(request)
-    written = canonical_json({"type": "call", "request": request, "result": result})
-    tail = f',"result":{canonical_json(result)},"type":"call"}}'
-    pieces = [target, canonical_json(result), '"call"', written, json.dumps(written),
+    hashed = draw(st.booleans())  # format 3: the request hash follows the request
+    written = canonical_json({"type": "call", "request": request, "result": result}
+                             | ({"request_hash": "h"} if hashed else {}))
+    tail = (',"request_hash":"h"' if hashed else "") + f',"result":{canonical_json(result)},"type":"call"}}'
+    pieces = [target, canonical_json(result), '"call"', '"h"', written, json.dumps(written),
               '{"request":' + target + tail, canonical_json(draw(REQUESTS))]
-    keys = ["request", "result", "type", "parsed", '\\"request', 'x\\",\\"request']  # "\"request"
+    keys = ["request", "result", "type", "parsed", "request_hash", '\\"request', 'x\\",\\"request']
     members = draw(st.lists(st.tuples(st.sampled_from(keys),
                                       st.sampled_from(pieces)), min_size=1, max_size=6))
     if draw(st.booleans()):
-        members += [(draw(st.sampled_from(keys)), target), ("result", canonical_json(result)),
-                    ("type", '"call"')]
+        members += [(draw(st.sampled_from(keys)), target),
+                    *([("request_hash", '"h"')] if hashed else []),
+                    ("result", canonical_json(result)), ("type", '"call"')]
     gap = draw(st.sampled_from(["", " "]))
     return request, "{" + f",{gap}".join(f'"{k}":{gap}{v}' for k, v in members) + "}"
 

@@ -1,5 +1,6 @@
 """The cassette key made from a request's cached canonical JSON is the key's definition:
-``content_hash({"request": ..., "fingerprint": ...})``."""
+``content_hash({"request": ..., "fingerprint": ...})`` in format 2, ``content_hash({"fingerprint":
+..., "request_hash": content_hash(request)})`` from format 3."""
 
 import pytest
 from hypothesis import given
@@ -29,26 +30,35 @@ def test_the_fast_key_is_the_defined_key(content, schema, fingerprint, seed, att
     try:
         defined = content_hash({"request": request, "fingerprint": fingerprint})
     except UnicodeEncodeError:  # a lone surrogate: the definition cannot hash it, nor the fast key
-        with pytest.raises(UnicodeEncodeError):
-            cassette_key(request, fingerprint)
+        for version in (2, 3):
+            with pytest.raises(UnicodeEncodeError):
+                cassette_key(request, fingerprint, version)
         return
-    assert cassette_key(request, fingerprint) == defined
-    assert cassette_key(request.plain(), fingerprint) == defined
+    hashed = content_hash({"fingerprint": fingerprint, "request_hash": content_hash(request)})
+    assert cassette_key(request, fingerprint, 3) == hashed != defined
+    assert cassette_key(request, fingerprint, 2) == defined
+    assert cassette_key(request.plain(), fingerprint, 2) == defined
+    assert cassette_key(request.plain(), fingerprint, 3) == hashed
     assert request.digest() == content_hash(request)
     other = {**fingerprint, "engine": ["another", len(fingerprint)]}  # a key per fingerprint
-    assert cassette_key(request, other) == content_hash({"request": request, "fingerprint": other})
-    assert cassette_key(request, fingerprint) == defined
+    assert cassette_key(request, other, 2) == content_hash({"request": request, "fingerprint": other})
+    assert cassette_key(request, other, 3) == content_hash(
+        {"fingerprint": other, "request_hash": content_hash(request)})
+    assert cassette_key(request, fingerprint, 2) == defined
+    assert cassette_key(request, fingerprint, 3) == hashed
 
 
 def test_what_a_request_keeps_follows_copies_and_stays_out_of_its_fields():
     request = GenerateRequest(role="judge", call="assess", model="m",
                               messages=[Message(role="user", content="hi")], sampling=Sampling(seed=1))
-    key = cassette_key(request, {"engine": "x"})
+    key, hashed = cassette_key(request, {"engine": "x"}, 2), cassette_key(request, {"engine": "x"}, 3)
     retry = request.model_copy(update={"attempt": 1})
     assert retry.canonical() == canonical_json(retry)
     assert retry.digest() == content_hash(retry) != request.digest()
-    assert cassette_key(retry, {"engine": "x"}) == content_hash(
+    assert cassette_key(retry, {"engine": "x"}, 2) == content_hash(
         {"request": retry, "fingerprint": {"engine": "x"}}) != key
+    assert cassette_key(retry, {"engine": "x"}, 3) == content_hash(
+        {"fingerprint": {"engine": "x"}, "request_hash": retry.digest()}) != hashed
     fresh = GenerateRequest.model_validate(request.model_dump())
     assert fresh == request and request.model_dump() == fresh.model_dump()
     assert set(request.model_dump()) == set(GenerateRequest.model_fields)

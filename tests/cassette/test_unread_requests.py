@@ -15,6 +15,7 @@ from tests.cassette.test_format2 import (
     REQUESTS,
     ask,
     call_lines,
+    in_format_2,
     lines_of,
     recorded,
     request,
@@ -22,6 +23,7 @@ from tests.cassette.test_format2 import (
 )
 from vcrime_audit.canonical import canonical_json
 from vcrime_audit.cassette import Cassette, CassetteError, RecordingBackend, RecordMode
+from vcrime_audit.cassette.keys import cassette_key
 from vcrime_audit.cassette.lines import (
     RequestUnread,
     chain_update,
@@ -32,8 +34,8 @@ from vcrime_audit.cassette.lines import (
 )
 
 
-def unread(line: str) -> RequestUnread | None:
-    return read_without_request(line.encode(), 2)
+def unread(line: str, hashed: bool = False) -> RequestUnread | None:
+    return read_without_request(line.encode(), 2, hashed)
 
 
 @st.composite
@@ -51,6 +53,8 @@ def nested_call_lines(draw):
     if draw(st.booleans()):
         members.append(("request", request_text))
     if draw(st.booleans()):
+        members.append(("request_hash", '"h"'))
+    if draw(st.booleans()):
         members.append(("result", result_text))
     members.append(("type", '"call"'))
     return wanted, "{" + ",".join(f'"{k}":{v}' for k, v in members) + "}"
@@ -63,11 +67,12 @@ def test_a_line_proven_to_give_a_request_reads_as_that_request_and_the_members_r
     whenever the bytes prove the request, the line read in full is exactly the members read
     without it plus that request."""
     wanted, line = case
-    record = unread(line)
-    if record is not None and gives_request_at(line.encode(), record, canonical_json(wanted).encode()):
-        full = json.loads(line)
-        assert full == {**record, "request": wanted}
-        assert canonical_json(full["request"]) == canonical_json(wanted)
+    for hashed in (False, True):
+        record = unread(line, hashed)
+        if record is not None and gives_request_at(line.encode(), record, canonical_json(wanted).encode()):
+            full = json.loads(line)
+            assert full == {**record, "request": wanted}
+            assert canonical_json(full["request"]) == canonical_json(wanted)
 
 
 RECORDS = [
@@ -75,13 +80,17 @@ RECORDS = [
      "fingerprint": {}, "result": {"text": 't,"result":{}', "seconds": 0.5}, "parsed": {"request": 2}},
     {"type": "call", "key": "k", "request": {"a": 1.0}, "fingerprint": {},
      "error": {"type": "BackendError", "message": "m"}},
+    {"type": "call", "key": "k", "request": {"a": [1, ',"request_hash":"h"']}, "request_hash": "h",
+     "fingerprint": {}, "result": {"text": ',"request_hash":"g"', "seconds": 0.5}, "parsed": {}},
+    {"type": "call", "key": "k", "request": {"a": 1.0}, "request_hash": "h", "fingerprint": {},
+     "error": {"type": "BackendError", "message": "m"}},
 ]
 
 
 @pytest.mark.parametrize("record", RECORDS)
 def test_every_call_line_written_is_proven_to_give_its_request_and_no_other(record):
     line = record_line(record)
-    read = unread(line)
+    read = unread(line, "request_hash" in record)
     assert read is not None and read == {k: v for k, v in json.loads(line).items() if k != "request"}
     assert gives_request_at(line.encode(), read, canonical_json(record["request"]).encode())
     assert not gives_request_at(line.encode(), read, canonical_json({"a": 2}).encode())
@@ -119,12 +128,20 @@ def test_a_request_key_in_the_parsed_answer_or_the_request_still_cuts_where_it_m
         assert line.encode()[start:end] == b',"request":' + request_text.encode()
 
 
-def signed(body: dict | str) -> str:
+def signed(body: dict | str, version: int = 2) -> str:
     """A line with a valid checksum around ``body`` (a record, or the text of one, valid JSON
-    or not), as a hand-made cassette would hold it."""
+    or not), as a hand-made cassette would hold it: in format 3, a checksum of the text without
+    what stands from its first ``,"request":`` to its last ``,"request_hash":``."""
     text = body if isinstance(body, str) else canonical_json(body)
-    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    checked = text if version < 3 else \
+        text[:text.index(',"request":')] + text[text.rindex(',"request_hash":'):]
+    digest = hashlib.blake2b(checked.encode(), digest_size=16).hexdigest()
     return f'{{"checksum":"{digest}",' + text[1:]
+
+
+def recorded_in(version, tmp_path, scripted):
+    path = recorded(tmp_path, scripted)
+    return in_format_2(path) if version == 2 else path
 
 
 def resigned(lines: list[str]) -> list[str]:
@@ -154,12 +171,14 @@ def test_a_replay_proves_every_line_and_reads_none_again(tmp_path, scripted):
     assert cassette.calls == Cassette(path, RecordMode.none).calls
 
 
-def test_a_line_never_replayed_whose_request_is_not_json_is_refused_as_when_read_in_full(tmp_path, scripted):
-    path = recorded(tmp_path, scripted)
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_line_never_replayed_whose_request_is_not_json_is_refused_as_when_read_in_full(
+        tmp_path, scripted, version):
+    path = recorded_in(version, tmp_path, scripted)
     lines = lines_of(path)
     body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
     text = canonical_json({**body, "key": "unasked"})
-    broken = signed(text.replace('"request":{', '"request":{"bad":01,', 1))
+    broken = signed(text.replace('"request":{', '"request":{"bad":01,', 1), version)
     write_lines(path, resigned([*lines[:-1], broken, lines[-1]]))
     with pytest.raises(CassetteError, match="line 5: invalid JSON") as eager:
         Cassette(path, RecordMode.none)
@@ -172,29 +191,62 @@ def test_a_line_never_replayed_whose_request_is_not_json_is_refused_as_when_read
 
 def test_a_line_whose_request_was_not_cut_where_its_member_is_is_refused(tmp_path, scripted):
     """A second "key" after the request: read without the request, the line says the first key;
-    read in full, the second. It was looked up under a key the line does not hold: refused."""
-    path = recorded(tmp_path, scripted)
-    lines = lines_of(path)
-    record = json.loads(lines[1])
-    body = {k: v for k, v in record.items() if k != "checksum"}
-    text = canonical_json(body).replace(',"result":', ',"key":"other","result":', 1)
-    lines[1] = signed(text)
-    write_lines(path, resigned(lines))
-    assert json.loads(lines[1])["key"] == "other"
-    with pytest.raises(CassetteError, match="record 2: its members read otherwise"):
-        replayed(path, asks=("q0",))
+    read in full, the second. It was looked up under a key the line does not hold: refused. In
+    format 3 the line's request no longer stands before its request hash: refused as edited."""
+    for version, member, refusal in [
+            (2, ',"result":', "its members read otherwise"),
+            (3, ',"request_hash":', "its request does not match its request_hash")]:
+        path = recorded_in(version, tmp_path / str(version), scripted) \
+            if (tmp_path / str(version)).mkdir() is None else None
+        lines = lines_of(path)
+        record = json.loads(lines[1])
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        text = canonical_json(body).replace(member, ',"key":"other"' + member, 1)
+        lines[1] = signed(text, version)
+        write_lines(path, resigned(lines))
+        assert json.loads(lines[1])["key"] == "other"
+        with pytest.raises(CassetteError, match=f"record 2: {refusal}"):
+            replayed(path, asks=("q0",))
 
 
 def test_a_request_that_differs_from_the_line_is_compared_in_full_as_before(tmp_path, scripted):
     """The line's request written with other whitespace: not proven from the bytes, read in full,
-    equal by value: the answer is played (as a cassette read in full plays it)."""
+    equal by value: the answer is played (as a cassette read in full plays it). Format 3 hashes
+    the request's canonical JSON, so there such a line is refused, read either way."""
+    for version in (2, 3):
+        path = recorded_in(version, tmp_path / str(version), scripted) \
+            if (tmp_path / str(version)).mkdir() is None else None
+        lines = lines_of(path)
+        body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
+        spaced = json.dumps(body["request"], sort_keys=True, separators=(", ", ": "))
+        text = canonical_json(body).replace(canonical_json(body["request"]), spaced, 1)
+        lines[1] = signed(text, version)
+        write_lines(path, resigned(lines))
+        if version == 3:
+            for read in (lambda: Cassette(path, RecordMode.none), lambda: replayed(path)):
+                with pytest.raises(CassetteError, match="record 2: its request does not match"):
+                    read()
+            continue
+        cassette, answers = replayed(path)
+        assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
+        assert cassette.calls == Cassette(path, RecordMode.none).calls
+
+
+@pytest.mark.parametrize("unread_requests", [True, False])
+def test_a_format_3_line_whose_request_hash_is_not_its_request_is_refused(tmp_path, scripted, unread_requests):
+    """A line (the second call's: the first names the model's fingerprint) given another
+    request and that request's key, signed afresh, its request hash left as it was: the checksum
+    holds (it covers the hash, not the request), the key finds the line, the bytes prove the
+    request; the request hash does not match it: refused, at load when read in full."""
     path = recorded(tmp_path, scripted)
     lines = lines_of(path)
-    body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
-    spaced = json.dumps(body["request"], sort_keys=True, separators=(", ", ": "))
-    text = canonical_json(body).replace(canonical_json(body["request"]), spaced, 1)
-    lines[1] = signed(text)
+    body = {k: v for k, v in json.loads(lines[2]).items() if k != "checksum"}
+    other = request("q9")
+    body.update(request=other.plain(), key=cassette_key(other, body["fingerprint"], 3))
+    lines[2] = signed(body, 3)
     write_lines(path, resigned(lines))
-    cassette, answers = replayed(path)
-    assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
-    assert cassette.calls == Cassette(path, RecordMode.none).calls
+    refusal = ("record 3: its request does not match its request_hash" if not unread_requests
+               else "a recorded judge 'assess' call's key does not match its request")
+    with pytest.raises(CassetteError, match=refusal):
+        cassette = Cassette(path, RecordMode.none, unread_requests=unread_requests)
+        ask(RecordingBackend(cassette), other)

@@ -71,8 +71,12 @@ class GenerateRequest(BaseModel):
         return form if isinstance(form, bytes) else form.encode("utf-8")
 
     @cached_property
-    def _keys(self) -> dict[str, str]:
+    def _keys(self) -> dict[tuple[bool, str], str]:
         return {}
+
+    @cached_property
+    def _digest(self) -> str:
+        return blake2b_hex_of((self._canonical_bytes,))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> GenerateRequest:
         copied = super().model_copy(update=update, deep=deep)
@@ -94,16 +98,17 @@ class GenerateRequest(BaseModel):
         return self._canonical_bytes
 
     def digest(self) -> str:
-        """blake2b of :meth:`canonical` (``calls.request_hash``)."""
-        return blake2b_hex_of((self._canonical_bytes,))
+        """blake2b of :meth:`canonical` (``calls.request_hash``, and a format-3 cassette's
+        ``request_hash``), made once."""
+        return self._digest
 
-    def keyed(self, fingerprint_json: str, make: Callable[[], str]) -> str:
-        """``make()``, made once per fingerprint: a call's cassette key is looked up, then
-        recorded under (``cassette.keys.cassette_key``)."""
+    def keyed(self, kind: tuple[bool, str], make: Callable[[], str]) -> str:
+        """``make()``, made once per ``kind`` (a key's definition and fingerprint): a call's
+        cassette key is looked up, then recorded under (``cassette.keys.cassette_key``)."""
         keys = self._keys
-        key = keys.get(fingerprint_json)
+        key = keys.get(kind)
         if key is None:
-            key = keys[fingerprint_json] = make()
+            key = keys[kind] = make()
         return key
 
 

@@ -9,18 +9,20 @@ from typing import Any
 
 from ..backends.base import GenerateRequest
 from .errors import CassetteError
-from .keys import cassette_key
+from .keys import REQUEST_HASHED, cassette_key
 from .lines import RequestUnread
-from .persist import CassetteFileError, parse_record
+from .persist import CassetteFileError, check_line, parse_record
 
 CALL_FIELDS = ("key", "request", "fingerprint")
 
 
-def check_call(where: Path, number: int, record: dict[str, Any]) -> None:
-    """A call record's fields; of a record read without its request, all but the request
-    (checked once it is read, :func:`read_request`)."""
+def check_call(where: Path, number: int, record: dict[str, Any], version: int) -> None:
+    """A call record's fields (in a cassette of format ``version``); of a record read without its
+    request, all but the request (checked once it is read, :func:`read_request`)."""
     unread = type(record) is RequestUnread
     missing = [k for k in CALL_FIELDS if k not in record and not (unread and k == "request")]
+    if version >= REQUEST_HASHED and not isinstance(record.get("request_hash"), str):
+        missing.append("request_hash")
     if "result" not in record and record.get("error") is None:
         missing.append("result")
     if missing:
@@ -40,15 +42,19 @@ def check_call(where: Path, number: int, record: dict[str, Any]) -> None:
                             "message; fix: re-record the cassette")
 
 
-def read_request(where: Path, record: RequestUnread, line: bytes) -> None:
+def read_request(where: Path, record: RequestUnread, line: bytes, version: int) -> None:
     """Read ``record``'s line in full and give the record its request. The rest of the line
     must read as it did without the request: else the request was not cut out where the line's
-    request member is, and the record may have been looked up under the wrong key."""
+    request member is, and the record may have been looked up under the wrong key. A format-3
+    line is checked again as a whole (:func:`.persist.check_line`): its request written
+    canonically where a line we write holds it, hashing to the line's ``request_hash``."""
     try:
         full = parse_record(where, record.number, line)
+        check_call(where, record.number, full, version)
+        if version >= REQUEST_HASHED:
+            check_line(where, record.number, line, full, version)
     except CassetteFileError as exc:
         raise CassetteError(str(exc)) from None
-    check_call(where, record.number, full)
     request = full.pop("request")
     if full != record:
         raise CassetteError(
@@ -66,6 +72,6 @@ def check_keys(path: Path, calls: Iterable[dict[str, Any]]) -> None:
         except ValueError as exc:
             raise CassetteError(f"{path}: a call record's request is malformed "
                                 f"({str(exc).splitlines()[0]}); fix: re-record") from None
-        if cassette_key(request, record["fingerprint"]) != record["key"]:
+        if cassette_key(request, record["fingerprint"], 1) != record["key"]:
             raise CassetteError(f"{path}: a call record's key does not match its request "
                                 "(edited by hand?); fix: re-record the cassette")

@@ -27,7 +27,7 @@ from .call_records import check_call, check_keys, read_request
 from .diff import nearest
 from .errors import CassetteError, CassetteMiss, RecordedCallError
 from .final_gzip import WrittenLines
-from .keys import cassette_key
+from .keys import REQUEST_HASHED, cassette_key
 from .lines import (
     RequestUnread,
     chain_update,
@@ -129,7 +129,7 @@ class Cassette:
                 raise CassetteError(f"{where}: record {number} follows the summary (lines added "
                                     "or moved); fix: re-record the cassette or restore it from git")
             if kind == "call":
-                check_call(where, number, record)
+                check_call(where, number, record, self.format)
                 self._calls.append((record, line))
                 self._by_key[record["key"]].append((record, line if self.format >= 2 else None))
             elif kind == "summary":
@@ -156,7 +156,7 @@ class Cassette:
 
     def _read_in_full(self, record: dict[str, Any], line: bytes) -> dict[str, Any]:
         if type(record) is RequestUnread and record.span is not None:
-            read_request(self._where, record, line)
+            read_request(self._where, record, line, self.format)
         return record
 
     @property
@@ -201,7 +201,7 @@ class Cassette:
         if not self.replaying or not self._by_key:
             return None
         plain = request.plain()
-        key = cassette_key(request, fingerprint)
+        key = cassette_key(request, fingerprint, self.format)
         recorded = self._by_key.get(key, [])
         index = self._played[key]
         if index >= len(recorded):
@@ -214,10 +214,11 @@ class Cassette:
             if proven:  # the line's request is this one (gives_request_at says why)
                 record["request"], record.span = plain, None
             else:
-                read_request(self._where, record, line)
+                read_request(self._where, record, line, self.format)
         if record["fingerprint"] != fingerprint or not (
                 proven or (line is not None and gives_request(line, record, canonical))
-                or record["request"] == plain):
+                or record["request"] == plain) or (
+                self.format >= REQUEST_HASHED and record["request_hash"] != request.digest()):
             raise CassetteError(f"{self.path}: a recorded {request.role} '{request.call}' call's key "
                                 "does not match its request (edited?); fix: re-record the cassette "
                                 "or restore it from git")
@@ -256,10 +257,11 @@ class Cassette:
             record["parsed"] = parsed
         self._pending.append((UNIT.get(), record, request))
 
-    @staticmethod
-    def _sealed(record: dict[str, Any], request: GenerateRequest) -> str:
-        """A new call record's key and checksum, set; its line."""
-        record["key"] = cassette_key(request, record["fingerprint"])
+    def _sealed(self, record: dict[str, Any], request: GenerateRequest) -> str:
+        """A new call record's key, checksum and (format 3) request hash, set; its line."""
+        if self.format >= REQUEST_HASHED:
+            record["request_hash"] = request.digest()
+        record["key"] = cassette_key(request, record["fingerprint"], self.format)
         record["checksum"], line = checksummed(record, {"request": request.canonical()})
         return line
 
@@ -275,7 +277,8 @@ class Cassette:
         self._journal = Journal(self.path)
         if fresh:
             if not self._written:  # a new cassette, or a format-1 one read (its calls go along)
-                header = {"type": "header", "format": FORMAT_VERSION, "meta": self.meta}
+                self.format = max(2, self.format)  # a format-1 one goes on in format 2
+                header = {"type": "header", "format": self.format, "meta": self.meta}
                 self._written.add([record_line(header), *map(record_line, self.calls)],
                                   compress=False)
             lines = self._written.lines()

@@ -15,19 +15,32 @@ CHECKSUM_HEX = 32
 
 
 def checksummed(record: dict[str, Any], known: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The record's checksum (blake2b of its canonical JSON without ``checksum``) and the record
-    as one canonical line that starts with that checksum. ``known``: the canonical JSON of some
-    of its values, already made (a call's request): the object's canonical JSON is its members'
-    in key order, so those are not written again (``tests/cassette/test_persist.py`` checks the
-    bytes against :func:`canonical_json` of the whole)."""
-    if known:
-        text = "{" + ",".join(f"{canonical_json(k)}:{known[k] if k in known else canonical_json(record[k])}"
-                              for k in sorted(record) if k != "checksum") + "}"
+    """The record's checksum and the record as one canonical line that starts with it. The
+    checksum is the blake2b of the record's canonical JSON without ``checksum``; of a format-3
+    call record (one with a ``request_hash``), without its ``request`` too, which that hash
+    covers (:func:`request_apart`). ``known``: the canonical JSON of some of its values, already
+    made (a call's request): the object's canonical JSON is its members' in key order, so those
+    are not written again (``tests/cassette/test_persist.py`` checks the bytes against
+    :func:`canonical_json` of the whole)."""
+    apart = request_apart(record)
+    if known or apart:
+        names = sorted(k for k in record if k != "checksum")
+        members = [f"{canonical_json(k)}:{known[k] if known and k in known else canonical_json(record[k])}"
+                   for k in names]
+        text = "{" + ",".join(members) + "}"
+        checked = "{" + ",".join(m for k, m in zip(names, members, strict=True) if k != "request") + "}" \
+            if apart else text
     else:
-        text = canonical_json({k: v for k, v in record.items() if k != "checksum"})
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+        checked = text = canonical_json({k: v for k, v in record.items() if k != "checksum"})
+    digest = hashlib.blake2b(checked.encode("utf-8"), digest_size=16).hexdigest()
     line = f'{CHECKSUM_PREFIX}{digest}",' + text[1:] if text != "{}" else f'{CHECKSUM_PREFIX}{digest}"}}'
     return digest, line
+
+
+def request_apart(record: Mapping[str, Any]) -> bool:
+    """Whether the record is a format-3 call record: its checksum leaves out its request, whose
+    blake2b its ``request_hash`` member holds (the hash the store's ``calls.request_hash`` is)."""
+    return record.get("type") == "call" and "request_hash" in record and "request" in record
 
 
 def record_checksum(record: dict[str, Any]) -> str:
@@ -59,15 +72,37 @@ def claimed_checksum(line: Line) -> str:
     return line[len(CHECKSUM_PREFIX):_CHECKSUM_END] if line.startswith(CHECKSUM_PREFIX) else ""
 
 
-def line_checksum(line: bytes) -> tuple[str | None, bool]:
-    """The checksum a line (UTF-8 bytes) claims, and whether the rest of the line matches it."""
+def line_checksum(line: bytes, cut: tuple[int, int] | None = None) -> tuple[str | None, bool]:
+    """The checksum a line (UTF-8 bytes) claims, and whether the rest of the line matches it;
+    with ``cut``, the rest but the bytes ``line[start:end]`` (a format-3 call line's request
+    member)."""
     claimed = claimed_checksum(line)
     if not claimed:
         return None, False
     body = hashlib.blake2b(b"{", digest_size=16)
-    body.update(memoryview(line)[_CHECKSUM_END + 2:] if line[_CHECKSUM_END:_CHECKSUM_END + 2] == b'",'
-                else b"}")
+    if line[_CHECKSUM_END:_CHECKSUM_END + 2] != b'",':
+        body.update(b"}")
+    elif cut is None:
+        body.update(memoryview(line)[_CHECKSUM_END + 2:])
+    else:
+        view = memoryview(line)
+        body.update(view[_CHECKSUM_END + 2:cut[0]])
+        body.update(view[cut[1]:])
     return claimed, body.hexdigest() == claimed
+
+
+def request_cut(line: bytes, record: Mapping[str, Any]) -> tuple[tuple[int, int], bytes] | None:
+    """Where a format-3 call line read in full holds its request member, written as the request's
+    canonical JSON where :func:`gives_request` looks for it, with those canonical bytes; None
+    for a line that does not (not written by vcrime-audit, or edited)."""
+    try:
+        request = plain_canonical_bytes(record["request"])
+    except (KeyError, ValueError, TypeError, RecursionError):  # UnicodeEncodeError too
+        return None
+    if not gives_request(line, record, request):
+        return None
+    end = len(line) - len(_call_tail(record) or b"")
+    return (end - len(request) - len(_REQUEST_MEMBER), end), request
 
 
 def chain_update(chain: str, checksum: str) -> str:
@@ -75,6 +110,7 @@ def chain_update(chain: str, checksum: str) -> str:
 
 
 _REQUEST_MEMBER = b',"request":'
+_REQUEST_HASH_MEMBER = b',"request_hash":'
 _RESULT_MEMBER = b',"result":'
 _CALL_END = b',"type":"call"}'
 
@@ -82,8 +118,9 @@ _CALL_END = b',"type":"call"}'
 def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> bool:
     """Whether ``line``, a valid JSON object that was read as ``record``, gives the canonical
     JSON ``request`` (both UTF-8) as the record's request, told without reading the line's
-    request: it ends with ``,"request":`` ``request``, the result's canonical JSON as its member,
-    and ``,"type":"call"}``, as every call line we write does. False says nothing (compare
+    request: it ends with ``,"request":`` ``request``, the request hash's and the result's
+    canonical JSON as their members (each where the record has it), and ``,"type":"call"}``, as
+    every call line we write does. False says nothing (compare
     values).
 
     Why a true answer is exact, whoever wrote the line: the comma before ``"request"`` cannot be
@@ -115,11 +152,13 @@ class RequestUnread(dict):  # type: ignore[type-arg]
         self.number = number
 
 
-def read_without_request(line: bytes, number: int) -> RequestUnread | None:
+def read_without_request(line: bytes, number: int, request_hashed: bool = False) -> RequestUnread | None:
     """A call line's members but its request, read from the line with the request member cut
     out: from the first ``,"request":`` (else the last) up to the last ``,"result":`` (or to the
-    line's end ``,"type":"call"}`` in a record of a failed call). None where neither cut reads as
-    an object of type ``call`` without a ``request`` (read the whole line). The first is found
+    line's end ``,"type":"call"}`` in a record of a failed call); in a format-3 line
+    (``request_hashed``), up to the last ``,"request_hash":``, the member that follows the
+    request. None where neither cut reads as an object of type ``call`` without a ``request``
+    (read the whole line). The first is found
     in the few hundred bytes before the request; the last, searched for backwards through the
     request, is there for a line whose parsed answer holds a ``"request"`` key.
 
@@ -128,7 +167,9 @@ def read_without_request(line: bytes, number: int) -> RequestUnread | None:
     its bytes equal, and a record read in full later must equal this one but its request."""
     if not line.endswith(_CALL_END):
         return None
-    end = line.rfind(_RESULT_MEMBER)
+    end = line.rfind(_REQUEST_HASH_MEMBER) if request_hashed else line.rfind(_RESULT_MEMBER)
+    if end < 0 and request_hashed:
+        return None
     if end < 0:
         end = len(line) - len(_CALL_END)
     start = line.find(_REQUEST_MEMBER, 0, end)
@@ -154,8 +195,9 @@ def gives_request_at(line: bytes, record: RequestUnread, request: bytes) -> bool
     (:func:`read_without_request`) as all its other members. False says nothing (read the line).
 
     True needs the line to be ``A`` ``,"request":`` ``request`` ``T``, where ``A T`` is what
-    ``record`` was read from and ``T`` is ``,"result":`` with ``record``'s result as canonical
-    JSON, then ``,"type":"call"}`` (only the latter for a failed call). Why that is exact, whoever
+    ``record`` was read from and ``T`` is ``record``'s ``,"request_hash":`` (format 3) and
+    ``,"result":`` members (a failed call has no result) with their values as canonical JSON,
+    then ``,"type":"call"}``. Why that is exact, whoever
     wrote the line: in ``A T``, a valid JSON object, the comma that begins ``T`` cannot be inside
     a string (the quote after it would end the string, and ``r`` or ``t`` cannot follow one), and
     what follows it, complete JSON values (canonical JSON) and keys, closes an object at the
@@ -174,11 +216,13 @@ def gives_request_at(line: bytes, record: RequestUnread, request: bytes) -> bool
 
 
 def _call_tail(record: Mapping[str, Any]) -> bytes | None:
-    """How a call line we write ends after its request: its result member (if any) and its type;
-    None for a result canonical JSON refuses (not ours)."""
-    if "result" not in record:
-        return _CALL_END
+    """How a call line we write ends after its request: its request hash (format 3), its result
+    member (if any) and its type; None for values canonical JSON refuses (not ours)."""
     try:
-        return _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
+        hashed = _REQUEST_HASH_MEMBER + plain_canonical_bytes(record["request_hash"]) \
+            if "request_hash" in record else b""
+        if "result" not in record:
+            return hashed + _CALL_END
+        return hashed + _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
     except (ValueError, TypeError, RecursionError):
         return None

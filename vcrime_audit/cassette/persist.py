@@ -9,10 +9,18 @@ Format 2 (written now) has two forms:
   lines come: :mod:`.final_gzip`) and written when the job closes, with no time in the gzip
   header, so equal content gives equal bytes.
 
-Every record line begins with its own checksum, ``{"checksum":"<hex>",...}``: the blake2b of the
-line without that member, i.e. of the record's canonical JSON (:mod:`.lines`). The summary record
-carries a chain hash over the checksums of every record before it, so a dropped, swapped or
-duplicated line is caught too. Format 1 (gzip JSON lines without checksums) is still read.
+Every record line is the record's canonical JSON and begins with its own checksum,
+``{"checksum":"<hex>",...}``: the blake2b of the line without that member (:mod:`.lines`). The
+summary record carries a chain hash over the checksums of every record before it, so a dropped,
+swapped or duplicated line is caught too.
+
+Format 3 (written now) hashes a call's request once: a call line holds ``request_hash``, the
+blake2b of the request's canonical JSON (the store's ``calls.request_hash``); its checksum covers
+the line without its request member, and its key is the blake2b of ``{"fingerprint": ...,
+"request_hash": ...}`` (:mod:`.keys`). In format 2 the checksum covered the request and the key
+hashed it again: three passes over ~14 KB a call, ~11 % of a replay's CPU. Formats 2 and 1 (gzip
+JSON lines without checksums) are still read, and a cassette read in format 2 or 1 is written on
+in format 2.
 """
 
 from __future__ import annotations
@@ -26,19 +34,22 @@ from typing import Any
 
 from zlib_ng import zlib_ng
 
+from ..canonical import blake2b_hex, plain_canonical_bytes
 from ..jsonparse import parse_json
 from .final_gzip import FinalGzip, lines_bytes
 from .lines import (
     Line,
+    RequestUnread,
     chain_update,
     claimed_checksum,
     line_checksum,
     read_without_request,
     record_line,
+    request_cut,
 )
 
-FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)
 MAX_BYTES_ENV = "VCRIME_MAX_CASSETTE_BYTES"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 RECORD_TYPES = ("header", "call", "summary")
@@ -134,23 +145,38 @@ def parse_lines(path: Path, data: bytes, *, torn_tail_ok: bool = False, unread_r
     records: list[dict[str, Any]] = []
     lines = data.split(b"\n")
     complete = lines[:-1] if data.endswith(b"\n") or torn_tail_ok else lines
+    version = 0
     for number, line in enumerate(complete, start=1):
         if not line:
             raise CassetteFileError(f"{path}: line {number}: empty line; fix: {FIX}")
-        format_2 = number > 1 and records[0].get("format") == 2
-        record = (format_2 and unread_requests and read_without_request(line, number)
+        record = (version >= 2 and unread_requests and read_without_request(line, number, version >= 3)
                   or parse_record(path, number, line))
         if number == 1:
-            check_header(path, [record])
-            format_2 = record.get("format") == 2
-        if format_2:
-            _check_checksum(path, number, line)
+            version = check_header(path, [record])
+        if version >= 2:
+            check_line(path, number, line, record, version)
         records.append(record)
     return records, complete[:len(records)]
 
 
-def _check_checksum(path: Path, number: int, line: bytes) -> None:
-    claimed, ok = line_checksum(line)
+def check_line(path: Path | str, number: int, line: bytes, record: dict[str, Any], version: int) -> None:
+    """A format-2 or -3 line's checksum. A format-3 call line's checksum leaves out its request
+    member: read without it (:class:`.lines.RequestUnread`), the replay proves later that the
+    member cut out is its own request, whose hash it compares with ``request_hash``; read in
+    full, the request must stand where a line we write holds it, written canonically, and hash
+    to ``request_hash`` here."""
+    cut = None
+    if version >= 3 and record.get("type") == "call":
+        if type(record) is RequestUnread:
+            cut = record.span
+        else:
+            found = request_cut(line, record)
+            if found is None or not isinstance(record.get("request_hash"), str) \
+                    or blake2b_hex(found[1]) != record["request_hash"]:
+                raise CassetteFileError(f"{path}: record {number}: its request does not match its "
+                                        f"request_hash (edited or corrupted); fix: {FIX}")
+            cut = found[0]
+    claimed, ok = line_checksum(line, cut)
     if claimed is None:
         raise CassetteFileError(f"{path}: record {number} has no checksum; fix: {FIX}")
     if not ok:
@@ -278,17 +304,21 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def write_records(path: Path, records: list[dict[str, Any]]) -> None:
-    """Write records as a final format-2 cassette, signing each afresh (checksums, chain hash).
+    """Write records as a final cassette of their header's format (format 2 for format 1),
+    signing each afresh (checksums, a format-3 call's request hash, chain hash).
 
     For tools and tests that build or edit cassettes on purpose: an edit written this way passes
     the file's own checks, so only the replay's comparison of rows can catch it.
     """
     lines: list[str] = []
     chain = ""
+    version = FORMAT_VERSION
     for record in records:
         body = {k: v for k, v in record.items() if k != "checksum"}
         if body.get("type") == "header":
-            body["format"] = FORMAT_VERSION
+            version = body["format"] = max(2, int(body.get("format") or FORMAT_VERSION))
+        if body.get("type") == "call" and version >= 3:
+            body["request_hash"] = blake2b_hex(plain_canonical_bytes(body["request"]))
         if body.get("type") == "summary":
             body.update(records=len(lines), chain=chain)
         line = record_line(body)
