@@ -223,9 +223,10 @@ def test_a_request_that_differs_from_the_line_is_compared_in_full_as_before(tmp_
         lines[1] = signed(text, version)
         write_lines(path, resigned(lines))
         if version == 3:
-            for read in (lambda: Cassette(path, RecordMode.none), lambda: replayed(path)):
-                with pytest.raises(CassetteError, match="record 2: its request does not match"):
-                    read()
+            with pytest.raises(CassetteError, match="record 2: its request does not match"):
+                Cassette(path, RecordMode.none)
+            with pytest.raises(CassetteError, match="record 2: its request does not match"):
+                replayed(path)
             continue
         cassette, answers = replayed(path)
         assert answers == [{"echo": q} for q in ("q0", "q1", "q2")]
@@ -233,7 +234,8 @@ def test_a_request_that_differs_from_the_line_is_compared_in_full_as_before(tmp_
 
 
 @pytest.mark.parametrize("unread_requests", [True, False])
-def test_a_format_3_line_whose_request_hash_is_not_its_request_is_refused(tmp_path, scripted, unread_requests):
+def test_a_format_3_line_whose_request_hash_is_not_its_request_is_refused(tmp_path, scripted,
+                                                                          unread_requests):
     """A line (the second call's: the first names the model's fingerprint) given another
     request and that request's key, signed afresh, its request hash left as it was: the checksum
     holds (it covers the hash, not the request), the key finds the line, the bytes prove the
