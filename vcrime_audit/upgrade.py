@@ -1,4 +1,6 @@
-"""Upgrade a format-1 cassette to format 2, only after its replay matches its recording.
+"""Upgrade a cassette to the format written now (3). Format 1 goes to format 2 first, only after
+its replay matches its recording; format 2 goes to format 3 as the same records, each call given
+its request hash and its key by that hash, checked by reading the new file back in full.
 
 The cassette is replayed (no model) under the definitions it was recorded with: a run's turn-rows
 hash then covered turns, judgments and patches (no calls table). Only if that hash equals the
@@ -10,14 +12,16 @@ store it was recorded on, so it needs ``store``.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from .canonical import content_hash
 from .cassette import Cassette, CassetteError, RecordMode
+from .cassette.keys import cassette_key
 from .cassette.lines import chain_update, claimed_checksum, record_line
-from .cassette.persist import write_final
+from .cassette.persist import FORMAT_VERSION, write_final, write_records
 from .identity import ReplayCheck
 from .store import Store
 from .store.db import LEGACY_HASHED_TABLES, trajectory_rows
@@ -65,10 +69,44 @@ def _replay(path: Path, cassette: Cassette, scratch: Path, store: Path | None) -
 
 
 def upgrade_cassette(path: Path, store: Path | None = None) -> str:
-    """Rewrite ``path`` in format 2; returns what was done, in words."""
+    """Rewrite ``path`` in the format written now (3); returns what was done, in words."""
     cassette = Cassette(path, RecordMode.none)
-    if cassette.format >= 2:
+    if cassette.format >= FORMAT_VERSION:
         return f"{path}: already format {cassette.format}"
+    if cassette.format == 2:
+        return _format_2_to_3(path, cassette)
+    done = _format_1_to_2(path, cassette, store)
+    return done + "; " + _format_2_to_3(path, Cassette(path, RecordMode.none))
+
+
+def _format_2_to_3(path: Path, cassette: Cassette) -> str:
+    """The same records with each call's request hash and its key by that hash, signed again; the
+    file replaced only once it reads back as the same calls (every line checked in full)."""
+    records: list[dict[str, Any]] = [{"type": "header", "format": 3, "meta": cassette.meta}]
+    for call in cassette.calls:
+        record = {k: v for k, v in call.items() if k != "checksum"}
+        record["key"] = cassette_key(record["request"], record["fingerprint"], 3)
+        records.append(record)
+    if cassette.summary is not None:
+        records.append(cassette.summary)
+    written = path.with_name(path.name + ".format3")
+    write_records(written, records)
+    try:
+        again = Cassette(written, RecordMode.none)
+        same = [{k: v for k, v in c.items() if k not in ("checksum", "key", "request_hash")}
+                for c in again.calls] == \
+            [{k: v for k, v in c.items() if k not in ("checksum", "key")} for c in cassette.calls]
+        if again.format != 3 or not same or (again.summary is None) != (cassette.summary is None):
+            raise CassetteError(f"{path}: rewritten in format 3, it did not read back as the same "
+                                "calls; not upgraded; fix: report it")
+        os.replace(written, path)
+    finally:
+        written.unlink(missing_ok=True)
+    return f"{path}: upgraded from format 2 to format 3 ({len(cassette.calls)} calls)"
+
+
+def _format_1_to_2(path: Path, cassette: Cassette, store: Path | None) -> str:
+    """Rewrite a format-1 cassette in format 2 once its replay matches its recording."""
     if cassette.summary is None and cassette.meta.get("kind") == "harmcheck":
         pass  # format-1 harm-check cassettes kept no summary: the replay's becomes it
     elif cassette.summary is None:
@@ -90,4 +128,5 @@ def upgrade_cassette(path: Path, store: Path | None = None) -> str:
     lines.append(record_line({"type": "summary", **check.summary, "records": len(lines),
                               "chain": chain}))
     write_final(path, lines)
-    return f"{path}: upgraded to format 2 ({len(cassette.calls)} calls; replay matched hash {recorded})"
+    return (f"{path}: upgraded from format 1 to format 2 ({len(cassette.calls)} calls; replay matched "
+            f"hash {recorded})")

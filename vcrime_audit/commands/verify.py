@@ -46,10 +46,11 @@ def verify(
 
 @cassette_app.command("upgrade")
 def upgrade(
-    cassettes: list[Path] = typer.Argument(..., help="Format-1 cassettes to rewrite in format 2."),
+    cassettes: list[Path] = typer.Argument(..., help="Format-1 or -2 cassettes to rewrite in format 3."),
     db: Path = typer.Option(None, help="The store follow-up cassettes were recorded on."),
 ) -> None:
-    """Rewrite format-1 cassettes in format 2 (checksums, chain hash), after checking each replay."""
+    """Rewrite format-1 and -2 cassettes in format 3 (checksums, request hashes, chain hash); a
+    format-1 one only after checking its replay."""
     from ..upgrade import upgrade_cassette
 
     for path in cassettes:
