@@ -385,19 +385,34 @@ def test_any_byte_edit_is_caught_by_a_replay_that_leaves_requests_unread(tmp_pat
         cassette.check_unread()
 
 
-def test_format_1_cassettes_still_read(tmp_path):
+def test_format_1_cassettes_still_read(tmp_path, fingerprint=None):
     path = tmp_path / "old.jsonl.gz"
     req = request()
+    fingerprint = fingerprint or {"e": 1}
     from vcrime_audit.canonical import to_plain
 
-    call = {"type": "call", "key": cassette_key(req, {"e": 1}, 1), "request": to_plain(req),
-            "fingerprint": {"e": 1}, "result": {"text": "old", "finish_reason": "stop",
+    call = {"type": "call", "key": cassette_key(req, fingerprint, 1), "request": to_plain(req),
+            "fingerprint": fingerprint, "result": {"text": "old", "finish_reason": "stop",
                                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1},
                                                 "seconds": 0.1}, "parsed": None}
     write_lines(path, [json.dumps({"type": "header", "format": 1, "meta": {}}), json.dumps(call)])
     cassette = Cassette(path, RecordMode.none)
     assert cassette.format == 1 and ask(RecordingBackend(cassette), req).text == "old"
     assert read_records(path)[1]["parsed"] is None
+
+
+def test_a_format_1_cassette_recorded_on_goes_on_in_format_2(tmp_path, scripted):
+    backend = scripted(lambda r: "new")
+    test_format_1_cassettes_still_read(tmp_path, backend.fingerprint("m"))
+    path = tmp_path / "old.jsonl.gz"
+    cassette = Cassette(path, RecordMode.new)
+    ask(RecordingBackend(cassette, backend), request("q9"))
+    cassette.save()
+    lines = lines_of(path)
+    assert json.loads(lines[0])["format"] == 2 and len(lines) == 3
+    assert all(line_checksum(line.encode())[1] and "request_hash" not in line for line in lines)
+    replay = RecordingBackend(Cassette(path, RecordMode.none, unread_requests=True))
+    assert [ask(replay, r).text for r in (request(), request("q9"))] == ["old", "new"]
 
 
 REQUESTS = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='a"\\,:{}[] r'),
@@ -448,3 +463,22 @@ def test_every_call_line_written_gives_its_request():
         line = record_line(record)
         assert gives_request(line.encode(), json.loads(line), canonical_json(record["request"]).encode())
         assert not gives_request(line.encode(), json.loads(line), canonical_json({"a": 2}).encode())
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_cassette_recorded_on_keeps_its_format(tmp_path, scripted, version):
+    """Calls recorded into a cassette read in format 2 (mode ``new``: a job resumed after an
+    upgrade of vcrime-audit) are written in format 2, under its header, and replay with the
+    rest; a format-3 one goes on in format 3."""
+    path = recorded(tmp_path, scripted, summary=False)
+    if version == 2:
+        in_format_2(path)
+    cassette = Cassette(path, RecordMode.new)
+    ask(RecordingBackend(cassette, scripted(lambda r: {"echo": r.messages[-1].content})), request("q9"))
+    cassette.save()
+    lines = lines_of(path)
+    assert json.loads(lines[0])["format"] == version and len(lines) == 5
+    assert all(("request_hash" in json.loads(line)) == (version == 3) for line in lines[1:])
+    replay = RecordingBackend(Cassette(path, RecordMode.none, unread_requests=True))
+    assert [json.loads(ask(replay, request(q)).text) for q in ("q0", "q1", "q2", "q9")] == \
+        [{"echo": q} for q in ("q0", "q1", "q2", "q9")]

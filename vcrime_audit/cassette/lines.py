@@ -120,8 +120,7 @@ def gives_request(line: bytes, record: Mapping[str, Any], request: bytes) -> boo
     JSON ``request`` (both UTF-8) as the record's request, told without reading the line's
     request: it ends with ``,"request":`` ``request``, the request hash's and the result's
     canonical JSON as their members (each where the record has it), and ``,"type":"call"}``, as
-    every call line we write does. False says nothing (compare
-    values).
+    every call line we write does. False says nothing (compare values).
 
     Why a true answer is exact, whoever wrote the line: the comma before ``"request"`` cannot be
     inside a string (the quote after it would end the string, and ``r`` cannot follow a string).
@@ -158,9 +157,9 @@ def read_without_request(line: bytes, number: int, request_hashed: bool = False)
     line's end ``,"type":"call"}`` in a record of a failed call); in a format-3 line
     (``request_hashed``), up to the last ``,"request_hash":``, the member that follows the
     request. None where neither cut reads as an object of type ``call`` without a ``request``
-    (read the whole line). The first is found
-    in the few hundred bytes before the request; the last, searched for backwards through the
-    request, is there for a line whose parsed answer holds a ``"request"`` key.
+    (read the whole line). The first is found in the few hundred bytes before the request; the
+    last, searched for backwards through the request, is there for a line whose parsed answer
+    holds a ``"request"`` key.
 
     What is cut out is not read here, so nothing yet says it is one JSON value, nor that the cut
     was where the line's request member is: :func:`gives_request_at` proves both for a request
@@ -197,14 +196,14 @@ def gives_request_at(line: bytes, record: RequestUnread, request: bytes) -> bool
     True needs the line to be ``A`` ``,"request":`` ``request`` ``T``, where ``A T`` is what
     ``record`` was read from and ``T`` is ``record``'s ``,"request_hash":`` (format 3) and
     ``,"result":`` members (a failed call has no result) with their values as canonical JSON,
-    then ``,"type":"call"}``. Why that is exact, whoever
-    wrote the line: in ``A T``, a valid JSON object, the comma that begins ``T`` cannot be inside
-    a string (the quote after it would end the string, and ``r`` or ``t`` cannot follow one), and
-    what follows it, complete JSON values (canonical JSON) and keys, closes an object at the
-    line's end: so it separates two members of the top-level object, and ``A`` ends just after a
-    complete member of it. ``request`` is one complete JSON value (ours), so ``A ,"request":
-    request T`` is a valid object too: ``A T``'s members with one more, ``"request"`` (``A T``
-    holds no other ``"request"`` key, or ``record`` would)."""
+    then ``,"type":"call"}``. Why that is exact, whoever wrote the line: in ``A T``, a valid
+    JSON object, the comma that begins ``T`` cannot be inside a string (the quote after it would
+    end the string, and ``r`` or ``t`` cannot follow one), and what follows it, complete JSON
+    values (canonical JSON) and keys, closes an object at the line's end: so it separates two
+    members of the top-level object, and ``A`` ends just after a complete member of it.
+    ``request`` is one complete JSON value (ours), so ``A ,"request": request T`` is a valid
+    object too: ``A T``'s members with one more, ``"request"`` (``A T`` holds no other
+    ``"request"`` key, or ``record`` would)."""
     if record.span is None:
         return False
     start, end = record.span
