@@ -15,6 +15,7 @@ from vcrime_audit.canonical import (
     plain_canonical_bytes,
     plain_canonical_json,
     plain_content_hash,
+    rows_content_hash,
     stdlib_canonical_json,
 )
 
@@ -156,3 +157,12 @@ PLAIN_DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)
 def test_plain_data_hashes_as_content_hash_does(value):
     """Rows read from a store are plain JSON data: hashed without to_plain's copy, the same."""
     assert outcome(plain_content_hash, value) == outcome(content_hash, value)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(PLAIN_DATA | LONG_DATA | st.lists(st.dictionaries(TEXT, LEAVES | st.text(min_size=40, max_size=300),
+                                                         max_size=6), max_size=8))
+def test_rows_hash_as_content_hash_does(value):
+    """Rows hashed with every value checked (long texts, short ones, small floats, NaN, big
+    integers, lone surrogates): the definition's hash, or its refusal."""
+    assert outcome(rows_content_hash, value) == outcome(content_hash, value)

@@ -234,6 +234,21 @@ def plain_content_hash(plain: Any, digest_size: int = 16) -> str:
     return blake2b_hex(plain_canonical_bytes(plain), digest_size)
 
 
+def rows_content_hash(rows: Any, digest_size: int = 16) -> str:
+    """:func:`plain_content_hash` of rows read from a store: data of long texts (a run's rows hold
+    each turn's world as canonical JSON), whose values :func:`written_alike` checks in less time
+    than :func:`_orjson_canonical` takes to choose its check by counting the bytes' commas (of a
+    1.1 MB run's rows: 0.8 against 1.5 ms, with ``b"null"`` looked for). Any data gives the
+    definition's hash or its refusal."""
+    try:
+        fast = orjson.dumps(rows, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        fast = None
+    if fast is None or not written_alike(rows):
+        fast = stdlib_canonical_json(rows).encode("utf-8")
+    return blake2b_hex(fast, digest_size)
+
+
 @lru_cache(maxsize=16)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.blake2b(digest_size=16)

@@ -10,7 +10,7 @@ from typing import Any
 from . import __version__
 from .backends.base import ModelBackend
 from .backends.registry import make_backend
-from .canonical import content_hash, plain_content_hash
+from .canonical import content_hash, rows_content_hash
 from .cassette import Cassette, CassetteError, RecordMode
 from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
@@ -174,7 +174,7 @@ def _row_hashes(store: Store, run_id: str, replayed: Cassette | None = None
     keeps serving the other runs when many end at once. ``replayed``: the cassette a replay
     plays (:func:`recorded_digest`)."""
     rows = trajectory_rows(store, run_id)
-    digest = plain_content_hash(rows)
+    digest = rows_content_hash(rows)
     kept = recorded_digest(replayed, digest)
     return digest, kept if kept is not None else row_digest(rows)
 

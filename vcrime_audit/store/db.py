@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlite_utils
 
 from .. import __version__
-from ..canonical import plain_content_hash
+from ..canonical import rows_content_hash
 from .connection import IN_MEMORY, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
@@ -313,7 +313,7 @@ def decision_rows(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
 def turn_rows_hash(store: Store, run_id: str, tables: tuple[str, ...] = HASHED_TABLES) -> str:
     """Hash of :func:`trajectory_rows`: turns, the calls (finish reasons, token counts, times),
     judgments and patches."""
-    return plain_content_hash(trajectory_rows(store, run_id, tables))
+    return rows_content_hash(trajectory_rows(store, run_id, tables))
 
 
 __all__ = ["Store", "StoreError", "turn_rows_hash"]
