@@ -1,6 +1,6 @@
 """Cassette files.
 
-Format 2 (written now) has two forms:
+A cassette has two forms:
 
 - the *journal* ``<name>.jsonl.journal``: plain JSON lines, appended and flushed to disk one unit
   (turn, conversation, item) at a time while a job records. A crash leaves a readable journal; a
