@@ -183,3 +183,10 @@ PIECES = ["- ", "-", "\n", "\n\n", " ", "a", "b_1", "(", ")", "[", "]", ",", ";"
 @given(st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
 def test_line_by_line_finds_what_findall_finds_in_any_text(text):
     assert _line_by_line(text) == _findall_over_the_text(text)
+
+
+def test_a_name_with_no_closing_parenthesis_stops_at_its_line_end():
+    """Found by the test above: over the whole text the name's class ran on into the next line
+    (the hints are read line by line, so the scripted answers were never affected)."""
+    assert _line_by_line("- exits (\n") == _findall_over_the_text("- exits (\n") == \
+        [[], [], [("exits", "")], []]

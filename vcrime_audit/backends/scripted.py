@@ -71,7 +71,7 @@ class ScriptedOptions(BaseModel):
 _EXITS = re.compile(r"^- ([a-z][a-z0-9_]*)(?: \([^)\n]*\))?(?: \[[^\]\n]*\])?: exits ([a-z0-9_, ]*)(?:;|$)",
                     re.M)
 _AT = re.compile(r"^- ([a-z][a-z0-9_]*) \(.*?\) at ([a-z][a-z0-9_]*)[,:]", re.M)
-_NAME = re.compile(r"^- ([a-z][a-z0-9_]*) \(([^,;)]*)", re.M)
+_NAME = re.compile(r"^- ([a-z][a-z0-9_]*) \(([^,;)\n]*)", re.M)
 _OPEN_CHECKPOINT = re.compile(r"^- [a-z][a-z0-9_]* \[not met\] (.*)$", re.M)
 
 
