@@ -177,7 +177,7 @@ def test_a_format_3_call_line_written_another_way_is_refused(tmp_path, echo):
     reordered(path, records)
     for unread in (False, True):
         with pytest.raises(CassetteError, match=r"record 2: its request does not match its "
-                                                r"request_hash|record 2 does not match its checksum"):
+                                                r"request_hash \(edited or corrupted\); fix:"):
             Cassette(path, RecordMode.none, unread_requests=unread).check_unread()
 
 

@@ -196,8 +196,9 @@ def test_a_line_whose_request_was_not_cut_where_its_member_is_is_refused(tmp_pat
     for version, member, refusal in [
             (2, ',"result":', "its members read otherwise"),
             (3, ',"request_hash":', "its request does not match its request_hash")]:
-        path = recorded_in(version, tmp_path / str(version), scripted) \
-            if (tmp_path / str(version)).mkdir() is None else None
+        folder = tmp_path / str(version)
+        folder.mkdir()
+        path = recorded_in(version, folder, scripted)
         lines = lines_of(path)
         record = json.loads(lines[1])
         body = {k: v for k, v in record.items() if k != "checksum"}
@@ -214,8 +215,9 @@ def test_a_request_that_differs_from_the_line_is_compared_in_full_as_before(tmp_
     equal by value: the answer is played (as a cassette read in full plays it). Format 3 hashes
     the request's canonical JSON, so there such a line is refused, read either way."""
     for version in (2, 3):
-        path = recorded_in(version, tmp_path / str(version), scripted) \
-            if (tmp_path / str(version)).mkdir() is None else None
+        folder = tmp_path / str(version)
+        folder.mkdir()
+        path = recorded_in(version, folder, scripted)
         lines = lines_of(path)
         body = {k: v for k, v in json.loads(lines[1]).items() if k != "checksum"}
         spaced = json.dumps(body["request"], sort_keys=True, separators=(", ", ": "))
