@@ -11,9 +11,10 @@ memory counts as a gain here, so give the seconds too before calling a change fa
 Each count is taken in a fresh ``python`` under ``valgrind --tool=cachegrind --cache-sim=no``
 (~25 times slower than without) with ``PYTHONHASHSEED=0``: once with one replay (imports,
 first-use work and the warm-up), once with that replay and ``--runs`` more; the difference,
-divided by ``--runs``, is a replay's count. A replay here is ``runner.replay_loaded`` of a run
-cassette, loaded first, into a store in memory, checked identical to its recording (what
-``verify`` does per run; the load counted in).
+divided by ``--runs``, is a replay's count. A replay here is what ``verify`` does per run, but read the
+store's own rows: the run cassette loaded, replayed into a store in memory
+(``verify._replay_in_memory``), checked identical to its recording, and the rows it derived
+read as verify reads them to compare.
 
 CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz``, else any ``*.jsonl.gz`` under it;
 default: the committed ``cassettes/``). ``--against DIR`` counts DIR's code too (another
@@ -24,7 +25,6 @@ the other core, and prints the ratio.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import inspect
 import os
 import re
@@ -38,12 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(paths: list[Path]) -> None:
-    """Replay each cassette into a store in memory (run in the counted process), the harm
-    lexicon made ready first, as a study or ``verify`` makes it before its runs."""
+    """Replay each cassette as ``verify`` does (run in the counted process): into a store in
+    memory, whose rows are then read as verify reads them to compare, the harm lexicon made
+    ready first, as a study or ``verify`` makes it before its runs."""
     from vcrime_audit import harm
     from vcrime_audit.cassette import Cassette, RecordMode
-    from vcrime_audit.runner import replay_loaded
-    from vcrime_audit.store import Store
+    from vcrime_audit.verify import _replay_in_memory, _run_table_tuples
 
     try:
         harm.prepare_default_lexicon()
@@ -52,12 +52,9 @@ def child(paths: list[Path]) -> None:
     # read as verify and study --replay read it (a checkout before stop 42 reads every request)
     options = {"unread_requests": True} if "unread_requests" in inspect.signature(Cassette).parameters else {}
     for path in paths:
-        store = Store.in_memory()
-        try:
-            if not asyncio.run(replay_loaded(Cassette(path, RecordMode.none, **options), store)).identical:
-                raise SystemExit(f"{path}: replay differs from the recording")
-        finally:
-            store.close()
+        outcome, _ = _replay_in_memory(Cassette(path, RecordMode.none, **options), _run_table_tuples)
+        if not outcome.identical:
+            raise SystemExit(f"{path}: replay differs from the recording")
 
 
 def count(checkout: Path, paths: list[Path]) -> int:

@@ -25,6 +25,7 @@ from .statuses import CRASHED, RUNNING
 from .store import Store
 from .store.db import RUN_TABLES, StoreError
 from .store.integrity_check import IntegrityCheck
+from .store.kept import KeptTurnRows
 
 VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
     "verified", "differs", "cassette missing", "unverified", "interrupted", "repaired",
@@ -95,12 +96,13 @@ def _played(job: Coroutine[Any, Any, T]) -> T:
 
 
 def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tuple[Any, T]:
-    """A run's cassette replayed into a store in memory (:meth:`Store.in_memory`): the outcome,
-    with its check against the recording, and ``read(store, run_id)`` of the rows it derived.
-    Nothing of it is kept, so no file is written, synced and deleted for it."""
+    """A run's cassette replayed into a store in memory whose turns' rows are not inserted
+    (:class:`store.kept.KeptTurnRows`): the outcome, with its check against the recording, and
+    ``read(store, run_id)`` of the rows it derived. Nothing of it is kept, so no file is
+    written, synced and deleted for it."""
     from .runner import replay_loaded
 
-    scratch = Store.in_memory()
+    scratch = KeptTurnRows()
     try:
         outcome = _played(replay_loaded(cassette, scratch))
         return outcome, read(scratch, outcome.run_id)
