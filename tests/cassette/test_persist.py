@@ -15,7 +15,7 @@ from zlib_ng import zlib_ng
 from tests.test_canonical import DATA, TEXT
 from vcrime_audit.canonical import canonical_json
 from vcrime_audit.cassette.final_gzip import FinalGzip, WrittenLines
-from vcrime_audit.cassette.lines import checksummed, claimed_checksum, line_checksum
+from vcrime_audit.cassette.lines import checksummed, claimed_checksum, line_checksum, split_lines
 from vcrime_audit.cassette.persist import (
     INFLATE_ERRORS,
     MAX_BYTES_ENV,
@@ -132,3 +132,8 @@ def test_cassettes_inflate_to_what_zlib_gives_them_or_are_refused_as_zlib_refuse
     with pytest.MonkeyPatch.context() as env:
         env.setenv(MAX_BYTES_ENV, limit)
         assert _inflated(bytes(data), zlib_ng.decompressobj) == _inflated(bytes(data), zlib.decompressobj)
+
+
+@given(st.lists(st.sampled_from([b"\n", b"a", b"\r", b"{}", b"\xe2\x82\xac", b"\x00"]), max_size=40).map(b"".join))
+def test_split_lines_splits_as_bytes_split(data):
+    assert split_lines(data) == data.split(b"\n")

@@ -6,7 +6,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from .lines import Line, claimed_checksum, line_bytes
+from .lines import Line, claimed_checksum, line_bytes, split_lines
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
 """What ``gzip.GzipFile(filename="", mtime=0, compresslevel=9)`` writes first: deflate, no name,
@@ -80,7 +80,7 @@ class WrittenLines:
         kept = list(map(line_bytes, self._text))
         if self._final is None:
             return kept
-        return zlib.decompress(self._final.bytes(), wbits=31).split(b"\n")[:-1] + kept
+        return split_lines(zlib.decompress(self._final.bytes(), wbits=31))[:-1] + kept
 
     def final_bytes(self, more: Sequence[Line] = ()) -> bytes:
         """The final file: every line, then ``more`` (the summary), compressed."""

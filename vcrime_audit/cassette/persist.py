@@ -46,6 +46,7 @@ from .lines import (
     read_without_request,
     record_line,
     request_cut,
+    split_lines,
 )
 
 FORMAT_VERSION = 3
@@ -143,7 +144,7 @@ def parse_lines(path: Path, data: bytes, *, torn_tail_ok: bool = False, unread_r
     byte.
     """
     records: list[dict[str, Any]] = []
-    lines = data.split(b"\n")
+    lines = split_lines(data)
     complete = lines[:-1] if data.endswith(b"\n") or torn_tail_ok else lines
     version = 0
     for number, line in enumerate(complete, start=1):
