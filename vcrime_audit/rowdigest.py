@@ -9,6 +9,7 @@ keeping the rows themselves in the cassette.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import orjson
@@ -132,12 +133,26 @@ def _tuples_agree(want: TableTuples, got: TableTuples | None) -> bool:
         got = ([], [])
     if want[0] != got[0] or not VOLATILE.isdisjoint(want[0]):
         return _tables_agree(_dicts(want), _dicts(got))
-    if want[1] != got[1]:
+    return want[1] == got[1] and all(map(_written_alike, want[1], got[1]))
+
+
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+def _written_alike(want: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
+    """Whether two equal rows of values as SQLite gives them (text, numbers, NULL) have the same
+    canonical JSON: equal values of one type do, but for a float zero's sign (``0.0 == -0.0``)
+    and floats that are not finite (canonical JSON has none: the walk raises). Anything else (a
+    value of another kind, such as bytes) is for the walk to judge. What comparing orjson's bytes
+    of the two said, in less time (:func:`compare_table_tuples` of a c960 run's rows: 1.1 against
+    1.9 ms)."""
+    types = tuple(map(type, want))
+    if types != tuple(map(type, got)) or not _FLAT.issuperset(types):
         return False
-    try:
-        return orjson.dumps(want[1]) == orjson.dumps(got[1])
-    except TypeError:  # orjson.JSONEncodeError: bytes, integers beyond 64 bits, lone surrogates
-        return False
+    if float not in types:
+        return True
+    floats = [(a, b) for a, b in zip(want, got, strict=True) if type(a) is float]
+    return all(math.isfinite(a) and (a or math.copysign(1, a) == math.copysign(1, b)) for a, b in floats)
 
 
 def _walk_tables(expected: dict[str, list[dict[str, Any]]],
