@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay_loaded
 from vcrime_audit.store import Store
-from vcrime_audit.store.kept import KEPT_TABLES, CannotTell, KeptTurnRows, stored_value
+from vcrime_audit.store.kept import KEPT_TABLES, CannotTell, KeptTurnRows, keepable, stored_value
 from vcrime_audit.verify import _run_table_tuples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,13 +167,20 @@ def test_a_row_it_cannot_tell_puts_the_kept_rows_in_sqlite():
 
 
 def test_a_table_with_a_trigger_is_not_kept():
-    store = KeptTurnRows()
-    assert store._keepable() is not None
-    store.db.conn.execute("CREATE TRIGGER t AFTER INSERT ON harm BEGIN SELECT 1; END")
-    assert store._keepable() is None
-    store.db.conn.execute("DROP TRIGGER t")
-    store.db.conn.execute("PRAGMA foreign_keys = ON")
-    assert store._keepable() is None
+    conn = KeptTurnRows().db.conn
+    assert keepable(conn) is not None
+    conn.execute("CREATE TRIGGER t AFTER INSERT ON harm BEGIN SELECT 1; END")
+    assert keepable(conn) is None
+    conn.execute("DROP TRIGGER t")
+    conn.execute("ALTER TABLE calls ADD COLUMN note TEXT DEFAULT 'x'")
+    assert keepable(conn) is None
+    conn.execute("ALTER TABLE calls DROP COLUMN note")
+    conn.execute("CREATE UNIQUE INDEX u ON harm (lexicon_digest)")
+    assert keepable(conn) is None
+    conn.execute("DROP INDEX u")
+    assert keepable(conn) is not None
+    conn.execute("PRAGMA foreign_keys = ON")
+    assert keepable(conn) is None
 
 
 def test_a_replay_keeps_every_turn_row_and_reads_as_a_store_in_memory():

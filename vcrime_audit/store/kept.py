@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+import sqlite3
+from typing import Any, ClassVar
 
 from .connection import IN_MEMORY
 from .db import ROW_ORDER, RUN_TABLES, Store
@@ -114,41 +115,54 @@ class _Table:
         return [self.columns[i] for i in chosen], [tuple([r[i] for i in chosen]) for r in rows]
 
 
+TableSpec = tuple[str, list[str], list[str], list[str]]
+"""A kept table's name, columns, their types and its :data:`ROW_ORDER` columns."""
+
+
+def keepable(conn: sqlite3.Connection) -> list[TableSpec] | None:
+    """The tables :class:`KeptTurnRows` keeps, if every one is as plain as :func:`stored_value`
+    and the order check assume: foreign keys not enforced, no trigger, default, NOT NULL, CHECK,
+    collation, generated column or unique index but its key, which is ``run_id`` and
+    :data:`ROW_ORDER`'s columns."""
+    if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
+        return None
+    specs = []
+    for table in KEPT_TABLES:
+        info = conn.execute(f"PRAGMA table_xinfo([{table}])").fetchall()
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                           [table]).fetchone()
+        triggers = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND "
+                                "tbl_name = ?", [table]).fetchone()
+        unique = [i for i in conn.execute(f"PRAGMA index_list([{table}])") if i[2] and i[3] != "pk"]
+        order = [c.strip() for c in ROW_ORDER[table].split(",")]
+        key = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+        plain = all(not notnull and default is None and not hidden and kind in _AFFINITIES
+                    for _, _, kind, notnull, default, _, hidden in info)
+        if (sql is None or triggers or unique or not plain or key != ["run_id", *order]
+                or _CONSTRAINED.search(sql[0])):
+            return None
+        specs.append((table, [r[1] for r in info], [r[2] for r in info], order))
+    return specs
+
+
 class KeptTurnRows(Store):
     """:meth:`Store.in_memory`, whose turns' rows (:data:`KEPT_TABLES`) are kept, not inserted,
     while it can tell what SQLite would give back (see the module). Only for rows derived to be
     read with :meth:`row_tuples` or :meth:`rows` and dropped: a reader of its SQLite connection
     (``store.db``) sees no kept row, and a transaction rolled back keeps what it kept."""
 
+    _specs: ClassVar[list[TableSpec] | None] = None
+    _specs_read: ClassVar[bool] = False
+    """:func:`keepable` of this process's stores in memory, read by the first one (0.25 ms a
+    store): each is a copy of one template (``store.connection``), so all have its tables."""
+
     def __init__(self) -> None:
         super().__init__(IN_MEMORY, memory=True)
-        self._kept: dict[str, _Table] | None = self._keepable()
-
-    def _keepable(self) -> dict[str, _Table] | None:
-        """The tables to keep, if every one is as plain as :func:`stored_value` and the order
-        check assume: foreign keys not enforced, no trigger, default, NOT NULL, CHECK, collation,
-        generated column or unique index but its key, which is ``run_id`` and :data:`ROW_ORDER`'s
-        columns."""
-        conn = self.db.conn
-        if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
-            return None
-        kept = {}
-        for table in KEPT_TABLES:
-            info = conn.execute(f"PRAGMA table_xinfo([{table}])").fetchall()
-            sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
-                               [table]).fetchone()
-            triggers = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND "
-                                    "tbl_name = ?", [table]).fetchone()
-            unique = [i for i in conn.execute(f"PRAGMA index_list([{table}])") if i[2] and i[3] != "pk"]
-            order = [c.strip() for c in ROW_ORDER[table].split(",")]
-            key = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
-            plain = all(not notnull and default is None and not hidden and kind in _AFFINITIES
-                        for _, _, kind, notnull, default, _, hidden in info)
-            if (sql is None or triggers or unique or not plain or key != ["run_id", *order]
-                    or _CONSTRAINED.search(sql[0])):
-                return None
-            kept[table] = _Table(table, [r[1] for r in info], [r[2] for r in info], order)
-        return kept
+        cls = type(self)
+        if not cls._specs_read:
+            cls._specs, cls._specs_read = keepable(self.db.conn), True
+        self._kept: dict[str, _Table] | None = (
+            None if cls._specs is None else {spec[0]: _Table(*spec) for spec in cls._specs})
 
     def insert_turn_rows(self, run_id: str, turn: int, rows: dict[str, list[dict[str, Any]]]) -> None:
         if self._kept is not None and self._keep(rows):
