@@ -118,8 +118,8 @@ def _dicts(table: TableTuples) -> list[dict[str, Any]]:
 def compare_table_tuples(expected: dict[str, TableTuples], actual: dict[str, TableTuples]) -> str:
     """:func:`compare_tables` of the tables as dicts (:func:`as_dicts`), without making them
     for a table with the same columns on both sides, none volatile: its rows agree where they
-    are equal and written alike by orjson (then so are the dicts they make: JSON arrays and
-    objects of the same keys read back one way). Where a table does not agree, the answer is
+    are equal and written alike (:func:`_written_alike`; then so are the dicts they make: the
+    same keys with values of the same canonical JSON). Where a table does not agree, the answer is
     :func:`compare_tables`'s (``tests/test_rowdigest.py`` compares the two answers)."""
     if all(_tuples_agree(rows, actual.get(table)) for table, rows in expected.items()):
         return ""

@@ -134,6 +134,7 @@ def test_cassettes_inflate_to_what_zlib_gives_them_or_are_refused_as_zlib_refuse
         assert _inflated(bytes(data), zlib_ng.decompressobj) == _inflated(bytes(data), zlib.decompressobj)
 
 
-@given(st.lists(st.sampled_from([b"\n", b"a", b"\r", b"{}", b"\xe2\x82\xac", b"\x00"]), max_size=40).map(b"".join))
+@given(st.lists(st.sampled_from([b"\n", b"a", b"\r", b"{}", b"\xe2\x82\xac", b"\x00"]),
+                max_size=40).map(b"".join))
 def test_split_lines_splits_as_bytes_split(data):
     assert split_lines(data) == data.split(b"\n")

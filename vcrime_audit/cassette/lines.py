@@ -61,8 +61,9 @@ Line = str | bytes
 
 def split_lines(data: bytes) -> list[bytes]:
     """``data.split(b"\n")``, each newline found by ``memchr`` (``bytes.find``): CPython's split
-    compares byte by byte, ~1.2 ms of a c960 cassette's 3.5 MB against ~0.3 ms, most of it the
-    copies both make (1.6 % of a replay's instructions)."""
+    compares byte by byte: ~1.2 ms of a c960 cassette's 3.5 MB against ~0.3 ms, most of it the
+    copies both make (``bytes_split`` was 1.6 % of nine verified replays' instructions, imports
+    included, by cachegrind)."""
     lines, at, find = [], 0, data.find
     while (end := find(b"\n", at)) >= 0:
         lines.append(data[at:end])
