@@ -116,6 +116,8 @@ def test_invariants_hold_for_any_op_sequence(demo_world, data):
         assert canonical_json(world) == before, "apply_ops changed its input world"
         assert (result.world is world) == (not result.applied and canonical_json(result.world) == before)
         assert result.world.to_json() == canonical_json(result.world), "a kept text went stale"
+        following = result.world.shallow_copy({"turn": result.world.turn + 1})  # a turn's first world
+        assert following.to_json() == canonical_json(following), "a kept text went stale"
         shared = [t for t in (*OBJECT_TABLES, "globals", "attacker")
                   if getattr(result.world, t) is getattr(world, t)]
         assert all(canonical_json(getattr(result.world, t)) == canonical_json(getattr(world, t))

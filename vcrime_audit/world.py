@@ -306,15 +306,29 @@ def _world_json(world: WorldState) -> str:
         value = getattr(world, name)
         kind = _OBJECT_TABLES.get(name)
         if kind is None:
-            text = (_OBJECT_JSON.get(value, partial(canonical_json, value)) if type(value) is list
-                    else canonical_json(value))  # the edges: shared by every world of a run
-            fields.append(f"{_key_json(name)}:{text}")
+            fields.append(f"{_key_json(name)}:{_field_json(value)}")
             continue
         table = _TABLE_JSON.get(value, partial(_table_json, value, kind))
         if table is None:
             return canonical_json(world)
         fields.append(f"{_key_json(name)}:{table}")
     return "{" + ",".join(fields) + "}"
+
+
+def _field_json(value: Any) -> str:
+    """The canonical JSON of a world's field that is no table of objects: kept per object for
+    the edges (shared by every world of a run) and the globals and attacker's state (shared by
+    the worlds no patch changed them in: a turn's first world shares them with the last one's),
+    kept per text for the ids and the briefing, written as Python writes an integer for the turn
+    and the schema version (a world's text is made twice a turn: ~10 canonical JSONs each)."""
+    kind = type(value)
+    if kind is list or kind is Globals or kind is AttackerState:
+        return _OBJECT_JSON.get(value, partial(canonical_json, value))
+    if kind is str:
+        return _key_json(value)
+    if kind is int:
+        return str(value)
+    return canonical_json(value)
 
 
 def _table_json(table: Any, kind: type[BaseModel]) -> str | None:
@@ -328,6 +342,7 @@ def _table_json(table: Any, kind: type[BaseModel]) -> str | None:
 
 @lru_cache(maxsize=4096)
 def _key_json(key: str) -> str:
+    """A text's canonical JSON (a table's key, a world's id or briefing), kept per text."""
     return plain_canonical_json(key)
 
 
