@@ -254,3 +254,17 @@ def test_a_format_3_line_whose_request_hash_is_not_its_request_is_refused(tmp_pa
     with pytest.raises(CassetteError, match=refusal):
         cassette = Cassette(path, RecordMode.none, unread_requests=unread_requests)
         ask(RecordingBackend(cassette), other)
+
+
+@given(st.one_of(st.text(), st.text(alphabet="0123456789abcdef"), st.integers(), st.none(), st.floats()))
+def test_a_hash_members_bytes_are_its_canonical_json(value):
+    from vcrime_audit.canonical import plain_canonical_bytes
+    from vcrime_audit.cassette.lines import _word_json
+
+    try:
+        expected = plain_canonical_bytes(value)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _word_json(value)
+        return
+    assert _word_json(value) == expected

@@ -231,10 +231,18 @@ def _call_tail(record: Mapping[str, Any]) -> bytes | None:
     """How a call line we write ends after its request: its request hash (format 3), its result
     member (if any) and its type; None for values canonical JSON refuses (not ours)."""
     try:
-        hashed = _REQUEST_HASH_MEMBER + plain_canonical_bytes(record["request_hash"]) \
+        hashed = _REQUEST_HASH_MEMBER + _word_json(record["request_hash"]) \
             if "request_hash" in record else b""
         if "result" not in record:
             return hashed + _CALL_END
         return hashed + _RESULT_MEMBER + plain_canonical_bytes(record["result"]) + _CALL_END
     except (ValueError, TypeError, RecursionError):
         return None
+
+
+def _word_json(value: Any) -> bytes:
+    """:func:`plain_canonical_bytes` of ``value``, written at once for a text of ASCII letters and
+    digits (a hash: nothing to escape)."""
+    if type(value) is str and value.isascii() and value.isalnum():
+        return b'"' + value.encode("ascii") + b'"'
+    return plain_canonical_bytes(value)
