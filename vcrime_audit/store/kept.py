@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from .connection import IN_MEMORY
@@ -71,8 +72,11 @@ class _Table:
     def __init__(self, name: str, columns: list[str], affinities: list[str], order: list[str]) -> None:
         self.name, self.columns, self.affinities = name, columns, affinities
         self.names = frozenset(columns)
-        self.typed = tuple(zip(columns, affinities, strict=True))
+        self.every_column = itemgetter(*columns)
+        self.texts = frozenset(i for i, a in enumerate(affinities) if a == "TEXT")
+        self.integers = frozenset(i for i, a in enumerate(affinities) if a == "INTEGER")
         self.key = [columns.index(c) for c in ["run_id", *order]]
+        self.key_of = itemgetter(*self.key)
         self.rows: list[tuple[Any, ...]] = []
 
     def keep(self, row: dict[str, Any]) -> None:
@@ -80,12 +84,22 @@ class _Table:
         :class:`CannotTell` for a row with a column the table lacks (SQLite raises), or a row
         not after the last one in the table's order (a duplicate key is not; a NULL beside a
         value cannot say)."""
-        if not row.keys() <= self.names:
+        if len(row) == len(self.columns):  # every column, or one the table lacks instead
+            try:
+                given = self.every_column(row)
+            except KeyError:
+                raise CannotTell("a column the table lacks") from None
+        elif row.keys() <= self.names:
+            given = tuple(map(row.get, self.columns))
+        else:
             raise CannotTell("a column the table lacks")
-        values = tuple([stored_value(row.get(c), a) for c, a in self.typed])
-        key = [values[i] for i in self.key]
+        texts, integers = self.texts, self.integers
+        values = tuple([v if v is None or (type(v) is str and v.isascii() and i in texts)
+                        or (type(v) is int and i in integers and -_INT64 <= v < _INT64)
+                        else stored_value(v, self.affinities[i]) for i, v in enumerate(given)])
+        key = self.key_of(values)
         if self.rows:
-            last = [self.rows[-1][i] for i in self.key]
+            last = self.key_of(self.rows[-1])
             try:
                 later = key > last
             except TypeError:
