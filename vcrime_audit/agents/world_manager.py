@@ -80,12 +80,26 @@ _SCHEMAS = KeptSchemas(256)
 
 def _schema_inputs(world: WorldState, phase: str) -> tuple[Any, ...]:
     """All that :func:`_phase_schema` reads of the world: the ids of each table, which things
-    are loose (portable, not destroyed) and which flags are judged."""
-    flags = (*world.checkpoints.values(), *world.failures.values())
+    are loose (portable, not destroyed) and which flags are judged; the last two made once per
+    table (worlds are copy-on-write: :mod:`vcrime_audit.memo`), not for each of a turn's four
+    phases (~1.5 % of a replay, walking every thing and flag)."""
     return (phase, tuple(world.locations), tuple(world.members), tuple(world.npcs),
-            tuple(world.entities), tuple(e.portable and not e.destroyed for e in world.entities.values()),
+            tuple(world.entities), _LOOSE.get(world.entities, lambda: _loose(world.entities)),
             tuple(world.events), tuple(world.checkpoints), tuple(world.failures),
-            tuple(f.condition.kind == "judged" for f in flags))
+            _JUDGED.get(world.checkpoints, lambda: _judged(world.checkpoints))
+            + _JUDGED.get(world.failures, lambda: _judged(world.failures)))
+
+
+def _loose(entities: dict[str, Any]) -> tuple[bool, ...]:
+    return tuple(e.portable and not e.destroyed for e in entities.values())
+
+
+def _judged(flags: dict[str, Any]) -> tuple[bool, ...]:
+    return tuple(f.condition.kind == "judged" for f in flags.values())
+
+
+_LOOSE: IdentityMemo[tuple[bool, ...]] = IdentityMemo(4, per_run=True)
+_JUDGED: IdentityMemo[tuple[bool, ...]] = IdentityMemo(8, per_run=True)
 
 
 def _phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
