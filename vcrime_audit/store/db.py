@@ -88,6 +88,10 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
                                  "point --db at a writable place") from None
+        if self._memory:  # a copy of this process's template: migrated and checked once
+            self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
+            self.migrated = []
+            return
         try:
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
             # one read snapshot: another process may commit a new store's schema in between
@@ -103,8 +107,7 @@ class Store:
                                  "written by vcrime-audit, or at a new file")
             pending_migrations(applied)
             self.migrated = [] if readonly else migrate(self.db)
-            # a store in memory is a copy of the template, whose schema was checked once
-            problems = [] if self._memory else schema_problems(self.db.conn)
+            problems = schema_problems(self.db.conn)
         except NewerSchemaError as exc:
             raise StoreError(f"{self.path}: written by a newer vcrime-audit (schema migration(s) "
                              f"{exc} unknown to version {__version__}); fix: upgrade vcrime-audit, "
