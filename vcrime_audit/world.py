@@ -306,12 +306,12 @@ def _world_json(world: WorldState) -> str:
         value = getattr(world, name)
         kind = _OBJECT_TABLES.get(name)
         if kind is None:
-            fields.append(f"{_key_json(name)}:{_field_json(value)}")
+            fields.append(f"{_text_json(name)}:{_field_json(value)}")
             continue
         table = _TABLE_JSON.get(value, partial(_table_json, value, kind))
         if table is None:
             return canonical_json(world)
-        fields.append(f"{_key_json(name)}:{table}")
+        fields.append(f"{_text_json(name)}:{table}")
     return "{" + ",".join(fields) + "}"
 
 
@@ -325,7 +325,7 @@ def _field_json(value: Any) -> str:
     if kind is list or kind is Globals or kind is AttackerState:
         return _OBJECT_JSON.get(value, partial(canonical_json, value))
     if kind is str:
-        return _key_json(value)
+        return _text_json(value)
     if kind is int:
         return str(value)
     return canonical_json(value)
@@ -336,12 +336,12 @@ def _table_json(table: Any, kind: type[BaseModel]) -> str | None:
     text keys)."""
     if type(table) is not dict or not all(type(k) is str and type(v) is kind for k, v in table.items()):
         return None
-    return "{" + ",".join(f"{_key_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
+    return "{" + ",".join(f"{_text_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
                           for key, obj in sorted(table.items())) + "}"
 
 
 @lru_cache(maxsize=4096)
-def _key_json(key: str) -> str:
+def _text_json(key: str) -> str:
     """A text's canonical JSON (a table's key, a world's id or briefing), kept per text."""
     return plain_canonical_json(key)
 

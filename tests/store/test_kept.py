@@ -230,3 +230,38 @@ def test_a_replay_keeps_every_turn_row_and_reads_as_a_store_in_memory():
     kept, plain = derived.values()
     for table in KEPT_TABLES:
         assert kept[table][1] and same_tables(kept[table], plain[table])
+
+
+def test_deleting_a_run_or_reading_and_writing_past_the_kept_rows_is_as_in_sqlite():
+    """A run cleared or deleted drops its kept rows only; a query other than ``row_tuples`` and
+    an insert of rows not made by a turn see every kept row, in SQLite."""
+    def two_runs(store: Store) -> Store:
+        for run in ("r1", "r2"):
+            store.start_run({"run_id": run, "status": "running"})
+            for turn, batch in enumerate(plain_turns(), start=1):
+                with store.db.conn:
+                    store.insert_turn_rows(run, turn, {t: [{**r, "run_id": run} for r in rows]
+                                                       for t, rows in batch.items()})
+        return store
+
+    kept, plain = two_runs(KeptTurnRows()), two_runs(Store.in_memory())
+    for store in (kept, plain):
+        store.clear_run("r1")
+        store.delete_run("r2")
+    assert kept._kept is not None and all(not table.rows for table in kept._kept.values())
+    kept, plain = two_runs(KeptTurnRows()), two_runs(Store.in_memory())
+    for store in (kept, plain):
+        store.delete_run("r1")
+    assert kept._kept is not None
+    for table in KEPT_TABLES:
+        for run in ("r1", "r2"):
+            assert same_tables(kept.row_tuples(table, run), plain.row_tuples(table, run))
+    assert kept.select("calls", "run_id = ?", ["r2"], "turn, seq") == \
+        plain.select("calls", "run_id = ?", ["r2"], "turn, seq")
+    assert kept._kept is None  # a query it does not answer put its rows in SQLite first
+    kept, plain = two_runs(KeptTurnRows()), two_runs(Store.in_memory())
+    extra = [{"run_id": "r2", "turn": 9, "force": 2, "lexicon_digest": "d"}]
+    for store in (kept, plain):
+        store.insert_rows("harm", extra)
+    assert kept._kept is None
+    assert same_tables(kept.row_tuples("harm", "r2"), plain.row_tuples("harm", "r2"))

@@ -93,7 +93,7 @@ class _Table:
             given = tuple(map(row.get, self.columns))
         else:
             raise CannotTell("a column the table lacks")
-        texts, integers = self.texts, self.integers
+        texts, integers = self.texts, self.integers  # stored_value's two commonest cases, inline
         values = tuple([v if v is None or (type(v) is str and v.isascii() and i in texts)
                         or (type(v) is int and i in integers and -_INT64 <= v < _INT64)
                         else stored_value(v, self.affinities[i]) for i, v in enumerate(given)])
