@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcrime_audit.canonical import (
+    _lock_contended,
     blake2b_hex,
+    blake2b_hex_of,
     content_hash,
     plain_canonical_bytes,
     plain_canonical_json,
@@ -139,13 +147,52 @@ def test_many_short_values_and_short_lists_give_the_same_text_or_refusal(value):
     assert outcome(plain_canonical_json, value) == outcome(stdlib_canonical_json, value)
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.fixture(scope="module")
+def other_thread():
+    """A second Python thread alive for the test: the main thread then hashes in pieces."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    yield thread
+    stop.set()
+    thread.join()
+
+
+def _expected(data: bytes, size: int) -> tuple[str, str, str]:
+    whole = hashlib.blake2b(data, digest_size=size).hexdigest()
+    return whole, hashlib.blake2b(data.decode("latin-1").encode("utf-8"), digest_size=size).hexdigest(), whole
+
+
+def _hashes(data: bytes, size: int) -> tuple[str, str, str]:
+    half = len(data) // 3
+    return (blake2b_hex(data, size), blake2b_hex(data.decode("latin-1"), size),
+            blake2b_hex_of((data[:half], b"", data[half:]), size))
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=9000) | st.sampled_from([b"x" * n for n in (2046, 2047, 2048, 4094, 4095)]),
        st.sampled_from([8, 16, 32]))
-def test_blake2b_in_pieces_is_hashlibs_blake2b(data, size):
-    assert blake2b_hex(data, size) == hashlib.blake2b(data, digest_size=size).hexdigest()
-    text = data.decode("latin-1")
-    assert blake2b_hex(text, size) == hashlib.blake2b(text.encode("utf-8"), digest_size=size).hexdigest()
+def test_blake2b_whole_or_in_pieces_is_hashlibs_blake2b(other_thread, data, size):
+    """Hashed whole (a worker thread), in pieces (the main thread beside another thread) and
+    whole again (the main thread alone, checked in the test below): hashlib's blake2b each way."""
+    assert other_thread.is_alive() and _lock_contended()
+    assert _hashes(data, size) == _expected(data, size)
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(_hashes, data, size).result() == _expected(data, size)
+
+
+def test_the_main_thread_alone_hashes_whole_and_alike():
+    """In a process of one thread (a fresh one: pytest-xdist's worker runs a thread of its own)."""
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import tests.test_canonical as t\n"
+              "data = [b'', b'x' * 2047, b'x' * 2048, bytes(range(256)) * 40]\n"
+              "print(json.dumps([t._lock_contended(), [t._hashes(d, 16) for d in data], "
+              "[t._expected(d, 16) for d in data]]))")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True,
+                          check=True, cwd=root)
+    contended, hashes, expected = json.loads(done.stdout)
+    assert contended is False
+    assert hashes == expected
 
 
 PLAIN_DATA = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=5)

@@ -55,3 +55,41 @@ def test_per_run_memos_are_sized_for_the_runs_in_flight_and_shrink_back_after():
     kept = things[200 - 3 * RUNS_FLOOR:]
     assert [memo.get(t, lambda: -1) for t in kept] == [t.n for t in kept], "the newest were kept"
     assert memo.get(things[0], lambda: -1) == -1, "the oldest went"
+
+
+def test_made_once_keeps_its_value_on_the_instance_and_a_copy_makes_its_own():
+    from pydantic import BaseModel, ConfigDict
+
+    from vcrime_audit.backends.base import _MADE_ONCE, GenerateRequest, Message
+    from vcrime_audit.canonical import content_hash
+    from vcrime_audit.memo import made_once
+    from vcrime_audit.models import Sampling
+
+    made: list[int] = []
+
+    class Frozen(BaseModel):
+        model_config = ConfigDict(frozen=True, ignored_types=(made_once,))
+        n: int
+
+        @made_once
+        def _double(self) -> int:
+            """Twice n."""
+            made.append(self.n)
+            return 2 * self.n
+
+    one = Frozen(n=3)
+    assert [one._double, one._double] == [6, 6] and made == [3]
+    assert one.__dict__["_double"] == 6 and Frozen._double.__doc__ == "Twice n."
+    assert not Frozen.__private_attributes__, "pydantic took it for a private attribute"
+    assert one == Frozen(n=3) and one.model_dump() == {"n": 3}
+    # GenerateRequest drops what it made on a copy (model_copy), so a changed copy is hashed anew
+    assert set(_MADE_ONCE) == {"_plain", "_canonical_form", "_canonical", "_canonical_bytes", "_keys",
+                               "_digest"}
+    request = GenerateRequest(role="judge", call="assess", model="m", sampling=Sampling(seed=1),
+                              messages=[Message(role="user", content="a")])
+    first = request.digest()
+    retried = request.model_copy(update={"attempt": 1})
+    assert retried.digest() != first and request.digest() == first
+    for made in (request, retried):
+        assert made.digest() == content_hash(made.model_dump(mode="json"))
+        assert made.plain() == made.model_dump(mode="json")

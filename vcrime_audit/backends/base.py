@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,6 +14,7 @@ from ..canonical import (
     written_alike_shared_parts,
 )
 from ..errors import BackendError
+from ..memo import made_once
 from ..models import Sampling
 
 Role = Literal["attacker", "judge", "world_manager", "annotator", "interrogated", "target",
@@ -30,7 +30,7 @@ class Message(BaseModel):
 class GenerateRequest(BaseModel):
     """Everything that can change the answer. Its canonical JSON is half of the cassette key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(made_once,))
     role: Role
     call: str = Field(description="Which call of the role: plan, act, assess, phase names...")
     model: str = Field(description="Registry name of the model.")
@@ -42,7 +42,7 @@ class GenerateRequest(BaseModel):
     # The request is frozen, so what is made from it is kept in the instance's __dict__ (a
     # pydantic private attribute costs ~1 us per read, several times per call); pydantic's
     # equality, dumps and validation look at the fields only, and model_copy drops these.
-    @cached_property
+    @made_once
     def _plain(self) -> dict[str, Any]:
         """``model_dump(mode="json")``, put together ~7 times faster: the output schema is
         already plain JSON data (agents/schema.py) and is shared, not copied."""
@@ -51,7 +51,7 @@ class GenerateRequest(BaseModel):
                 "sampling": self.sampling.model_dump(mode="json"),
                 "output_schema": self.output_schema, "attempt": self.attempt}
 
-    @cached_property
+    @made_once
     def _canonical_form(self) -> bytes | str:
         """The canonical JSON as orjson's bytes where it writes it, else as text."""
         plain = self._plain
@@ -60,21 +60,21 @@ class GenerateRequest(BaseModel):
             return plain_canonical_json(plain)
         return canonical_form_of_texts(plain, (plain["sampling"],))
 
-    @cached_property
+    @made_once
     def _canonical(self) -> str:
         form = self._canonical_form
         return form if isinstance(form, str) else form.decode("utf-8")
 
-    @cached_property
+    @made_once
     def _canonical_bytes(self) -> bytes:
         form = self._canonical_form
         return form if isinstance(form, bytes) else form.encode("utf-8")
 
-    @cached_property
+    @made_once
     def _keys(self) -> dict[tuple[bool, str], str]:
         return {}
 
-    @cached_property
+    @made_once
     def _digest(self) -> str:
         return blake2b_hex_of((self._canonical_bytes,))
 
@@ -113,7 +113,7 @@ class GenerateRequest(BaseModel):
 
 
 _MADE_ONCE = tuple(name for name, member in vars(GenerateRequest).items()
-                   if isinstance(member, cached_property))
+                   if isinstance(member, made_once))
 
 
 class Usage(BaseModel):
