@@ -49,6 +49,11 @@ class LexiconPattern:
                 raise self._invalid(exc) from None
         return self._formula
 
+    @formula.setter
+    def formula(self, formula: Formula) -> None:
+        """The formula as read before (:mod:`vcrime_audit.lexicon_formulas`)."""
+        self._formula = formula
+
     def _invalid(self, exc: re.error) -> LexiconError:
         return LexiconError(f"{self._where}: invalid regular expression ({exc}): {self._written}")
 
