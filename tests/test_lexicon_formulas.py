@@ -23,10 +23,10 @@ def _patterns():
 
 def test_the_shipped_table_is_this_codes_and_fresh():
     """Fails when regex_literals.py or the lexicon changed: make the table again with
-    ``python -m vcrime_audit.lexicon_formulas``."""
+    ``python scripts/make_lexicon_formulas.py``."""
     shipped = json.loads(TABLE.read_bytes())
     assert shipped == json.loads(json.dumps(table_of(_patterns()))), \
-        "stale: run python -m vcrime_audit.lexicon_formulas"
+        "stale: run python scripts/make_lexicon_formulas.py"
     known = known_formulas()
     assert known == {pattern_key(p.pattern): literal_formula(p.pattern) for p in _patterns()}
 

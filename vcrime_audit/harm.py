@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from .lexicon_formulas import fill, known_formulas
 from .lexicon_patterns import LexiconError, LexiconPattern, Screen, screen_of
 from .scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .yamlio import describe, load_yaml
@@ -201,8 +202,6 @@ def load_lexicon(path: str | Path = DEFAULT_LEXICON, compile_now: bool = True) -
 def default_lexicon() -> Lexicon:
     """The shipped lexicon, its patterns compiled as they are needed, their formulas as read
     before where the table kept beside it was made by this code (:mod:`.lexicon_formulas`)."""
-    from .lexicon_formulas import fill, known_formulas
-
     lexicon = load_lexicon(DEFAULT_LEXICON, compile_now=False)
     fill(lexicon.every_pattern(), known_formulas())
     return lexicon

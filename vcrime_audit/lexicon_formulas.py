@@ -8,7 +8,7 @@ and the blake2b of ``regex_literals.py``. A table made by other code is not used
 then read again), so a stale table costs time, never a reading. ``tests/test_lexicon_formulas.py``
 fails when the shipped table is stale; make it again with::
 
-    python -m vcrime_audit.lexicon_formulas
+    python scripts/make_lexicon_formulas.py
 """
 
 from __future__ import annotations
@@ -84,14 +84,6 @@ def fill(patterns: Iterable[LexiconPattern], known: dict[str, Formula]) -> None:
             pattern.formula = formula
 
 
-def main() -> None:
-    from .harm import DEFAULT_LEXICON, load_lexicon
-
-    lexicon = load_lexicon(DEFAULT_LEXICON, compile_now=False)
-    TABLE.write_text(json.dumps(table_of(lexicon.every_pattern()), ensure_ascii=False, sort_keys=True,
-                                separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"wrote {TABLE}")
-
-
-if __name__ == "__main__":
-    main()
+def write_table(patterns: Iterable[LexiconPattern], path: Path = TABLE) -> None:
+    path.write_text(json.dumps(table_of(patterns), ensure_ascii=False, sort_keys=True,
+                               separators=(",", ":")) + "\n", encoding="utf-8")
