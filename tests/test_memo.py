@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vcrime_audit.memo import RUNS_FLOOR, IdentityMemo, runs_in_flight
 
 
@@ -10,12 +12,17 @@ class Thing:
         self.n = n
 
 
-def test_a_value_is_made_once_per_object_and_never_served_to_another():
+@pytest.mark.parametrize("way", ["get", "of"])
+def test_a_value_is_made_once_per_object_and_never_served_to_another(way):
     memo: IdentityMemo[int] = IdentityMemo(limit=3)
     made = []
 
+    def make(thing: Thing) -> int:
+        made.append(thing.n)
+        return thing.n * 10
+
     def value(thing: Thing) -> int:
-        return memo.get(thing, lambda: made.append(thing.n) or thing.n * 10)
+        return memo.get(thing, lambda: make(thing)) if way == "get" else memo.of(thing, make)
 
     first, second = Thing(1), Thing(2)
     assert [value(first), value(first), value(second), value(first)] == [10, 10, 20, 10]

@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import threading
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ def written_alike_shared_parts(plain: dict[str, Any]) -> bool:
         if kind is str or kind is bool or value is None:
             continue
         if kind is dict or kind is list:
-            if not _SHARED_PARTS.get(value, partial(written_alike, value)):
+            if not _SHARED_PARTS.of(value, written_alike):
                 return False
         elif not written_alike(value):
             return False

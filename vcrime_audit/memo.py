@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 RUNS_FLOOR = 4
 """Per-run memos are sized for at least this many runs in flight."""
@@ -46,11 +47,21 @@ class IdentityMemo(Generic[T]):
         return len(self._entries)
 
     def get(self, obj: object, make: Callable[[], T]) -> T:
-        entries = self._entries
-        hit = entries.get(id(obj))
+        hit = self._entries.get(id(obj))
         if hit is not None and hit[0] is obj:
             return hit[1]
-        value = make()
+        return self._keep(obj, make())
+
+    def of(self, obj: K, make: Callable[[K], T]) -> T:
+        """``make(obj)``, kept per object: :meth:`get` without a closure made per call (~0.25
+        against ~0.4 us a hit; the world's and the prompts' memos are read ~170 times a turn)."""
+        hit = self._entries.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        return self._keep(obj, make(obj))
+
+    def _keep(self, obj: object, value: T) -> T:
+        entries = self._entries
         entries[id(obj)] = (obj, value)
         if len(entries) > self.limit:
             entries.popitem(last=False)

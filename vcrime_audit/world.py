@@ -279,7 +279,7 @@ class WorldState(Strict):
 
     def to_json(self) -> str:
         """Canonical JSON, made once per world (worlds are copy-on-write: :mod:`vcrime_audit.memo`)."""
-        return _CANONICAL.get(self, lambda: _world_json(self))
+        return _CANONICAL.of(self, _world_json)
 
     def digest(self) -> str:
         """``content_hash(self)``, from the text :meth:`to_json` keeps."""
@@ -304,11 +304,11 @@ def _world_json(world: WorldState) -> str:
     fields = []
     for name in _FIELDS:
         value = getattr(world, name)
-        kind = _OBJECT_TABLES.get(name)
-        if kind is None:
+        table_of = _TABLE_OF.get(name)
+        if table_of is None:
             fields.append(f"{_text_json(name)}:{_field_json(value)}")
             continue
-        table = _TABLE_JSON.get(value, partial(_table_json, value, kind))
+        table = _TABLE_JSON.of(value, table_of)
         if table is None:
             return canonical_json(world)
         fields.append(f"{_text_json(name)}:{table}")
@@ -323,7 +323,7 @@ def _field_json(value: Any) -> str:
     and the schema version (a world's text is made twice a turn: ~10 canonical JSONs each)."""
     kind = type(value)
     if kind is list or kind is Globals or kind is AttackerState:
-        return _OBJECT_JSON.get(value, partial(canonical_json, value))
+        return _OBJECT_JSON.of(value, canonical_json)
     if kind is str:
         return _text_json(value)
     if kind is int:
@@ -336,7 +336,7 @@ def _table_json(table: Any, kind: type[BaseModel]) -> str | None:
     text keys)."""
     if type(table) is not dict or not all(type(k) is str and type(v) is kind for k, v in table.items()):
         return None
-    return "{" + ",".join(f"{_text_json(key)}:{_OBJECT_JSON.get(obj, partial(canonical_json, obj))}"
+    return "{" + ",".join(f"{_text_json(key)}:{_OBJECT_JSON.of(obj, canonical_json)}"
                           for key, obj in sorted(table.items())) + "}"
 
 
@@ -349,6 +349,7 @@ def _text_json(key: str) -> str:
 _OBJECT_TABLES: dict[str, type[BaseModel]] = {
     "locations": Location, "members": Member, "npcs": NPC, "entities": Entity,
     "events": ScenarioEvent, "checkpoints": Flag, "failures": Flag}
+_TABLE_OF = {name: partial(_table_json, kind=kind) for name, kind in _OBJECT_TABLES.items()}
 OBJECT_TABLES = tuple(_OBJECT_TABLES)
 """The id-keyed tables of objects that a patch copies before it changes one."""
 _FIELDS = tuple(sorted(WorldState.model_fields))

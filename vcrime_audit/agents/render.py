@@ -106,7 +106,7 @@ _BODIES: IdentityMemo[str] = IdentityMemo(200, per_run=True)
 
 def _body(obj: Any, make: Callable[[Any], str]) -> str:
     """``make(obj)``, kept per object (worlds are copy-on-write: :mod:`vcrime_audit.memo`)."""
-    return _BODIES.get(obj, lambda: make(obj))
+    return _BODIES.of(obj, make)
 
 
 def _location_body(loc: Any) -> str:
@@ -135,7 +135,7 @@ def full_view(world: WorldState) -> str:
     members' status, NPCs' status and schedules, things' state; events with their descriptions
     and notes; the task's flags. Made once per world (:mod:`vcrime_audit.memo`).
     """
-    return _VIEWS.get(world, lambda: _full_view(world))
+    return _VIEWS.of(world, _full_view)
 
 
 _VIEWS: IdentityMemo[str] = IdentityMemo(4, per_run=True)

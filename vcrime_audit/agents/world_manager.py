@@ -84,10 +84,10 @@ def _schema_inputs(world: WorldState, phase: str) -> tuple[Any, ...]:
     table (worlds are copy-on-write: :mod:`vcrime_audit.memo`), not for each of a turn's four
     phases (~1.5 % of a replay, walking every thing and flag)."""
     return (phase, tuple(world.locations), tuple(world.members), tuple(world.npcs),
-            tuple(world.entities), _LOOSE.get(world.entities, lambda: _loose(world.entities)),
+            tuple(world.entities), _LOOSE.of(world.entities, _loose),
             tuple(world.events), tuple(world.checkpoints), tuple(world.failures),
-            _JUDGED.get(world.checkpoints, lambda: _judged(world.checkpoints))
-            + _JUDGED.get(world.failures, lambda: _judged(world.failures)))
+            _JUDGED.of(world.checkpoints, _judged)
+            + _JUDGED.of(world.failures, _judged))
 
 
 def _loose(entities: dict[str, Any]) -> tuple[bool, ...]:

@@ -3,7 +3,6 @@ the request's hash (format 3, which hashes each request once: :mod:`.persist`)."
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from ..backends.base import GenerateRequest
@@ -28,7 +27,7 @@ def cassette_key(request: GenerateRequest | dict[str, Any], fingerprint: dict[st
     definition."""
     hashed = version >= REQUEST_HASHED
     if isinstance(request, GenerateRequest):
-        fingerprint_json = _FINGERPRINT_JSON.get(fingerprint, partial(plain_canonical_json, fingerprint))
+        fingerprint_json = _FINGERPRINT_JSON.of(fingerprint, plain_canonical_json)
         if hashed:
             return request.keyed((hashed, fingerprint_json), lambda: blake2b_hex(
                 f'{{"fingerprint":{fingerprint_json},"request_hash":"{request.digest()}"}}'))
