@@ -147,6 +147,9 @@ def test_the_command_replays_the_committed_study_in_two_processes(tmp_path):
     asyncio.run(run_study(one, replay_only=True))
     run_ids = [c.run_id() for c in grid(one)]
     assert f"{len(run_ids)} run(s) played" in result.output
+    run_lines = [line for line in result.output.splitlines() if line.startswith("  ")]
+    assert [line.split(":")[0].strip() for line in run_lines] == sorted(run_ids)
+    assert all("identical turn rows" in line for line in run_lines)
     assert rows(tmp_path / "two.sqlite", run_ids) == rows(one.db, run_ids)
 
 

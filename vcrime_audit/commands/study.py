@@ -130,8 +130,10 @@ def _report(spec: StudyConfig, result: StudyProgress, seconds: float, replay_onl
                   f"in {seconds:.1f} s; store {spec.db}, cassettes {spec.cassette_dir}")
     if result.finalised:
         console.print(f"{result.finalised} finished run(s) had an uncompressed cassette: compressed now")
-    for o in sorted(result.outcomes, key=lambda o: o.run_id):
-        console.print(f"  {o.run_id}: {o.status} after {o.turns} turn(s); {o.check.line('turn rows')}",
+    if result.outcomes:  # one print: 960 runs' lines printed one by one took ~85 ms, joined ~13
+        console.print("\n".join(f"  {o.run_id}: {o.status} after {o.turns} turn(s); "
+                                f"{o.check.line('turn rows')}"
+                                for o in sorted(result.outcomes, key=lambda o: o.run_id)),
                       highlight=False, soft_wrap=True)
     for run_id, reason in result.crashed:
         console.print(f"  {run_id}: crashed: {reason}", highlight=False, soft_wrap=True)
