@@ -11,13 +11,15 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from .cassette.persist import cassette_exists, journal_path
-from .collector import collector_off_in_this_process, collector_off_while_runs_play, release_frames
+from .collector import collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
 from .recorder import writer_alive
 from .rowdigest import TableTuples, compare_table_tuples, compare_tables
@@ -26,6 +28,7 @@ from .store import Store
 from .store.db import RUN_TABLES, StoreError
 from .store.integrity_check import IntegrityCheck
 from .store.kept import KeptTurnRows
+from .warm_workers import process_pool
 
 VERIFIED, DIFFERS, MISSING, UNVERIFIED, INTERRUPTED, REPAIRED, FILE_VERIFIED = (
     "verified", "differs", "cassette missing", "unverified", "interrupted", "repaired",
@@ -134,15 +137,19 @@ def _slices(items: list[str], workers: int) -> list[list[str]]:
 
 class Verifier:
     def __init__(self, search: Iterable[Path] = (), repair: bool = False,
-                 progress: Callable[[Verdict], None] | None = None, workers: int = 1) -> None:
+                 progress: Callable[[Verdict], None] | None = None, workers: int = 1,
+                 pool: ProcessPoolExecutor | None = None) -> None:
         """``workers`` > 1 verifies a store's runs in that many processes (not with ``repair``,
-        which writes to the store)."""
+        which writes to the store); ``pool``: those processes, started already
+        (:func:`warm_workers.process_pool`: ``vcrime-audit verify`` starts them before its own
+        imports), else started when needed; its owner shuts it down."""
         if workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
         self.search = [Path(p) for p in search]
         self.repair = repair
         self.progress = progress
         self.workers = 1 if repair else workers
+        self.pool = pool
         self.verdicts: list[Verdict] = []
         self._tmp = Path(tempfile.mkdtemp(prefix="vcrime-verify-"))
 
@@ -207,13 +214,8 @@ class Verifier:
     def _runs_in_processes(self, db: Path, run_ids: list[str]) -> None:
         """Each run replayed in one of ``workers`` processes (fresh interpreters: no thread or
         connection of this one is inherited); verdicts come back in the store's run order."""
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         search = [str(p) for p in self.search]
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=context,
-                                 initializer=collector_off_in_this_process) as pool:
+        with nullcontext(self.pool) if self.pool is not None else process_pool(self.workers, ()) as pool:
             futures = [pool.submit(_verify_runs, str(db), search, chunk)
                        for chunk in _slices(run_ids, self.workers)]
             try:

@@ -9,6 +9,8 @@ import typer
 from .common import fail, user_errors
 
 cassette_app = typer.Typer(help="Cassette files: upgrade the format.", no_args_is_help=True)
+WARM = ("vcrime_audit.verify", "vcrime_audit.harm:prepare_default_lexicon")
+"""What each verifying process loads before its first runs (``warm_workers.warm``)."""
 
 
 def verify(
@@ -22,11 +24,17 @@ def verify(
                                 "per core is fastest; --repair uses one)."),
 ) -> None:
     """Re-derive jobs from their cassettes (no model) and compare every row; exit 1 on any problem."""
-    from ..verify import Verifier
-
     if db is None and not paths:
         fail("give --db STORE, cassette files or folders (e.g. vcrime-audit verify cassettes/)")
-    verifier = Verifier(paths or [], repair, progress=lambda v: typer.echo(v.line()), workers=workers)
+    pool = None
+    if db is not None and workers > 1 and not repair and db.is_file():  # started while this imports
+        from ..warm_workers import process_pool
+
+        pool = process_pool(workers, WARM)
+    from ..verify import Verifier
+
+    verifier = Verifier(paths or [], repair, progress=lambda v: typer.echo(v.line()), workers=workers,
+                        pool=pool)
     try:
         problems = verifier.store(db) if db is not None else []
         if db is None:
@@ -35,6 +43,8 @@ def verify(
         fail(exc)
     finally:
         verifier.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     for problem in problems:
         typer.echo(f"store problem: {problem}", err=True)
     bad = [v for v in verifier.verdicts if not v.ok]
