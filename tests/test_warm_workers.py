@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
+import time
 
-from vcrime_audit.warm_workers import process_pool, warm
+import yaml
+
+from tests.scripted_study import scripted_spec
+from vcrime_audit.warm_workers import process_pool, start_processes, warm
 
 
 def _state() -> tuple[bool, bool, bool]:
@@ -38,3 +43,71 @@ def test_warm_imports_and_calls_in_order(monkeypatch):
     monkeypatch.setattr("vcrime_audit.harm.prepare_default_lexicon", lambda: calls.append("ready"))
     warm(("vcrime_audit.harm", "vcrime_audit.harm:prepare_default_lexicon"))
     assert calls == ["ready"] and "vcrime_audit.harm" in sys.modules
+
+
+def _report(events) -> None:
+    events.send(("pid", __import__("os").getpid(), "vcrime_audit.study_processes" in sys.modules))
+    events.close()
+
+
+def test_started_processes_run_the_job_given_and_dismissed_ones_exit_cleanly():
+    started = start_processes(3, ("vcrime_audit.study_processes",), "test-warm")
+    used, spare = started[:2], started[2:]
+    for process in used:
+        process.give(_report)
+    for process in spare:
+        process.dismiss()
+    reports = [process.events.recv() for process in used]
+    assert [r[0] for r in reports] == ["pid", "pid"] and all(r[2] for r in reports)
+    assert sorted(r[1] for r in reports) == sorted(p.process.pid for p in used)
+    for process in started:
+        process.process.join(timeout=30)
+        assert process.process.exitcode == 0
+
+
+def _session_empties(session: int, seconds: float = 10.0) -> bool:
+    """Whether every process of the session ends within ``seconds`` (multiprocessing's resource
+    tracker ends a moment after the command that started it)."""
+    deadline = time.monotonic() + seconds
+    while subprocess.run(["pgrep", "-s", str(session)], capture_output=True).returncode == 0:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_study_with_more_processes_than_runs_or_bad_input_leaves_no_process(registry, tmp_path):
+    """Workers start before the study file is read: those not needed, and all of them when the
+    file is bad, are dismissed; the command ends as before (real processes, the scripted model)."""
+    study = scripted_spec(tmp_path / "many")
+    config = tmp_path / "study.yaml"
+    config.write_text(yaml.safe_dump(study.model_dump(mode="json")), encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("attackers: [\n", encoding="utf-8")
+    for path, code in ((config, 0), (bad, 2), (config, 0)):  # the second good one: all skipped
+        command = subprocess.Popen([sys.executable, "-m", "vcrime_audit.cli", "study", str(path),
+                                    "--processes", "12"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, start_new_session=True)
+        output = command.communicate(timeout=300)[0]
+        assert command.returncode == code, output
+        assert "Traceback" not in output
+        if code == 2:
+            assert output.strip().count("\n") == 0, output
+        assert _session_empties(command.pid), f"processes left in the command's session ({path.name})"
+    assert "6 already finished" in output
+
+
+def test_the_processes_a_study_does_not_need_are_dismissed_before_it_plays(registry, tmp_path):
+    from vcrime_audit.study import grid
+    from vcrime_audit.study_processes import run_study_processes
+
+    study = scripted_spec(tmp_path / "spare")
+    started = start_processes(8, (), "test-spare")
+    result = run_study_processes(study, 8, started=started)
+    assert result.done == len(grid(study)) == 6
+    workers = min(8, 6, study.concurrency)
+    assert [p.process.exitcode for p in started] == [0] * 8  # every one ended: played, or dismissed
+    assert all(p.jobs.closed for p in started[workers:])
+    again = start_processes(2, (), "test-spare")
+    assert run_study_processes(study, 2, started=again).skipped == 6  # nothing to play: both dismissed
+    assert [p.process.exitcode for p in again] == [0, 0]

@@ -19,7 +19,6 @@ the study resumes them when it is started again, as after any interruption.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import sqlite3
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from .collector import collector_off_in_this_process
 from .runner import RunConfig, RunOutcome
 from .store import Store
 from .study import StudyConfig, StudyProgress, grid, play_runs, unfinished
+from .warm_workers import StartedProcess, start_processes
 
 TURNS_EVERY_S = 0.25
 """How often a worker sends the turns it played (the parent's progress moves that often)."""
@@ -82,8 +82,8 @@ class WorkerTask:
     pending: list[RunConfig]
     replay_only: bool
     counter: RunCounter
-    events: Connection
-    """This worker's end of its pipe to the parent."""
+    events: Connection | None
+    """This worker's end of its pipe to the parent (set in the worker: :func:`_with_events`)."""
     expected_errors: tuple[type[Exception], ...] = ()
     """Errors that mean bad input: sent to the parent as their one line (others are bugs: the
     worker's traceback goes to stderr)."""
@@ -159,37 +159,44 @@ def run_study_processes(study: StudyConfig, processes: int, shard: tuple[int, in
                         on_run: Callable[[RunOutcome], None] | None = None,
                         expected_errors: tuple[type[Exception], ...] = (),
                         worker: Callable[[WorkerTask], None] = study_worker,
-                        on_event: Callable[[tuple[Any, ...]], None] | None = None) -> StudyProgress:
+                        on_event: Callable[[tuple[Any, ...]], None] | None = None,
+                        started: list[StartedProcess] | None = None) -> StudyProgress:
     """Play the study's unfinished runs in ``processes`` worker processes (fewer if fewer runs).
 
     ``expected_errors`` are the exceptions a worker reports as one line (the command's user
     errors). ``worker`` is the process's entry point (a module-level function; the benchmarks
     wrap :func:`play_share` with their instruments); events other than the study's own go to
-    ``on_event``. Raises :class:`WorkerError` when a worker met bad input or died, after the
-    others have finished the runs left."""
-    runs = grid(study, shard)
-    store = Store(study.db)
-    progress = StudyProgress(total=len(runs))
+    ``on_event``. ``started``: processes started already (``study --processes`` starts them
+    before its own imports), of which those not needed are dismissed; else they are started
+    here. Raises :class:`WorkerError` when a worker met bad input or died, after the others
+    have finished the runs left."""
     try:
-        pending = unfinished(runs, store, study.cassette_dir, progress)
-    finally:
-        store.close()
+        runs = grid(study, shard)
+        store = Store(study.db)
+        progress = StudyProgress(total=len(runs))
+        try:
+            pending = unfinished(runs, store, study.cassette_dir, progress)
+        finally:
+            store.close()
+        workers = min(processes, len(pending), study.concurrency)
+        started = started if started is not None else start_processes(workers, (), "vcrime-study")
+        workers = min(workers, len(started))
+    except BaseException:
+        for process in started or ():
+            process.dismiss()
+        raise
+    for spare in started[workers:]:
+        spare.dismiss()
     if not pending:
         return progress
-    workers = min(processes, len(pending), study.concurrency)
-    context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="vcrime-study-") as scratch:
         counter = RunCounter(Path(scratch) / "next-run.sqlite").create()
         children, readers = [], []
-        for index in range(workers):
-            reader, writer = context.Pipe(duplex=False)
-            task = WorkerTask(index, workers, study, pending, replay_only, counter, writer, expected_errors)
-            child = context.Process(target=worker, args=(task,), name=f"vcrime-study-{index + 1}",
-                                    daemon=True)
-            child.start()
-            writer.close()  # the child holds the only writing end: its exit is the pipe's end
-            children.append(child)
-            readers.append(reader)
+        for index, process in enumerate(started[:workers]):
+            task = WorkerTask(index, workers, study, pending, replay_only, counter, None, expected_errors)
+            process.give(_with_events, worker, task)
+            children.append(process.process)
+            readers.append(process.events)
         try:
             problems = _follow(children, readers, progress, on_turn, on_run, on_event)
         except BaseException:
@@ -201,6 +208,13 @@ def run_study_processes(study: StudyConfig, processes: int, shard: tuple[int, in
     if problems:
         raise WorkerError("; ".join(dict.fromkeys(problems)))
     return progress
+
+
+def _with_events(worker: Callable[[WorkerTask], None], task: WorkerTask, events: Connection) -> None:
+    """A started process's job (:meth:`warm_workers.StartedProcess.give`): ``worker(task)``,
+    reporting through ``events``."""
+    task.events = events
+    worker(task)
 
 
 def _follow(children: list[Any], readers: list[Connection], progress: StudyProgress,

@@ -6,18 +6,28 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 from .collector import collector_off_in_this_process
 
 
 def warm(targets: tuple[str, ...]) -> None:
-    """Import each ``module``, or call each ``module:function`` (with no arguments), in order."""
+    """Import each ``module``, or call each ``module:function`` (with no arguments), in order. A
+    target that fails is left: the job that needs it fails the same way, where it is reported."""
     for target in targets:
         module, _, function = target.partition(":")
-        loaded = importlib.import_module(module)
-        if function:
-            getattr(loaded, function)()
+        try:
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
+        except Exception:  # noqa: BLE001,S112 -- reported by the job that needs it
+            continue
 
 
 def process_pool(workers: int, targets: tuple[str, ...]) -> ProcessPoolExecutor:
@@ -31,3 +41,56 @@ def process_pool(workers: int, targets: tuple[str, ...]) -> ProcessPoolExecutor:
     for _ in range(workers):
         pool.submit(warm, targets)
     return pool
+
+
+@dataclass
+class StartedProcess:
+    """A process started by :func:`start_processes`, waiting for its one job."""
+
+    process: BaseProcess
+    jobs: Connection
+    """This process's end of the pipe the job goes through (:meth:`give`, or :meth:`dismiss`)."""
+    events: Connection
+    """This process's end of the pipe the child reports through (what the job sends)."""
+
+    def give(self, function: Callable[..., None], *args: Any) -> None:
+        """Run ``function(*args, events)`` in the child, ``events`` its end of :attr:`events`."""
+        self.jobs.send((function, args))
+        self.jobs.close()
+
+    def dismiss(self) -> None:
+        """No job: the child exits (once warm, or at once if it is still warming)."""
+        self.jobs.close()
+        self.events.close()
+        self.process.join()
+
+
+def start_processes(count: int, targets: tuple[str, ...], name: str) -> list[StartedProcess]:
+    """``count`` fresh interpreters (``spawn``) started now, each :func:`warm` of ``targets``,
+    then waiting for the job :meth:`StartedProcess.give` sends it. A parent that ends without
+    giving one closes its ends of the pipes, and the child ends too."""
+    context = multiprocessing.get_context("spawn")
+    started = []
+    for index in range(count):
+        jobs_reader, jobs_writer = context.Pipe(duplex=False)
+        events_reader, events_writer = context.Pipe(duplex=False)
+        process = context.Process(target=_serve, args=(targets, jobs_reader, events_writer),
+                                  name=f"{name}-{index + 1}", daemon=True)
+        process.start()
+        jobs_reader.close()
+        events_writer.close()  # the child holds the only writing end: its exit is the pipe's end
+        started.append(StartedProcess(process, jobs_writer, events_reader))
+    return started
+
+
+def _serve(targets: tuple[str, ...], jobs: Connection, events: Connection) -> None:
+    try:
+        warm(targets)
+        try:
+            function, args = jobs.recv()
+        except EOFError:  # dismissed, or the parent is gone
+            return
+        jobs.close()
+        function(*args, events)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent reports it
+        sys.exit(130)
