@@ -59,7 +59,7 @@ class StartedProcess:
         self.jobs.close()
 
     def dismiss(self) -> None:
-        """No job: the child exits (once warm, or at once if it is still warming)."""
+        """No job: the child exits once it is warm; waits for that."""
         self.jobs.close()
         self.events.close()
         self.process.join()
