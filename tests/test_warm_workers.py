@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import time
@@ -30,7 +31,15 @@ def test_every_process_starts_at_once_and_is_warm_before_its_first_job():
         pool.shutdown()
 
 
-def test_a_target_that_fails_leaves_the_pool_working():
+def test_a_target_that_fails_is_left_to_the_job_that_needs_it():
+    """A failing warm-up target neither ends a started process (its job still runs) nor spoils
+    the later targets; in a pool, the warm-up's future would hold the error unread anyway."""
+    [started] = start_processes(1, ("vcrime_audit.no_such_module", "vcrime_audit.harm:no_such_function",
+                                    "vcrime_audit.study_processes"), "test-warm")
+    started.give(_report)
+    assert started.events.recv()[2]  # the target after the failing ones was imported
+    started.process.join(timeout=30)
+    assert started.process.exitcode == 0
     pool = process_pool(1, ("vcrime_audit.no_such_module",))
     try:
         assert pool.submit(sum, [1, 2]).result() == 3
@@ -46,7 +55,7 @@ def test_warm_imports_and_calls_in_order(monkeypatch):
 
 
 def _report(events) -> None:
-    events.send(("pid", __import__("os").getpid(), "vcrime_audit.study_processes" in sys.modules))
+    events.send(("pid", os.getpid(), "vcrime_audit.study_processes" in sys.modules))
     events.close()
 
 
