@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import bytecode_state  # noqa: E402
+from make_study import code_state, load_average  # noqa: E402
 
 READ_ALL = """
 import sqlite3, sys
@@ -34,11 +34,6 @@ conn = sqlite3.connect(sys.argv[1])
 tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
 print(sum(len(conn.execute(f"SELECT * FROM [{t}]").fetchall()) for t in tables))
 """
-
-
-def load_average() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
 
 
 def _children_cpu() -> float:
@@ -105,7 +100,7 @@ def main() -> None:
               f"(all wall: {', '.join(f'{w:.2f}' for w, _ in audits)})")
         print("  " + next((line for line in out.splitlines() if line.startswith("seconds:")), ""))
         print(f"audit/read ratio {audit / read:.2f} wall, {audit_cpu / read_cpu:.2f} CPU (target <= 3 "
-              f"wall); {load_average()}; {bytecode_state()}")
+              f"wall); {load_average()}; {code_state()}")
         if args.details:
             details(path, args.resamples, Path(tmp) / "report-details")
 

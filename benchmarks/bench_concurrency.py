@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import load_average, study_spec  # noqa: E402
+from make_study import code_state, load_average, study_spec  # noqa: E402
 
 from vcrime_audit.canonical import blake2b_hex  # noqa: E402
 
@@ -453,7 +453,8 @@ def main() -> None:
         print(f"grid {args.attackers} x {args.tasks} x {args.seeds} = {scale} runs, {args.max_turns}-turn "
               f"cap (the paper's: 960 runs, 60 turns), concurrency {args.concurrency} in "
               f"{args.processes} process(es), SCRIPTED backend "
-              f"with {args.latency_ms:.0f} ms per call, answers {args.answers}; {load_average()}")
+              f"with {args.latency_ms:.0f} ms per call, answers {args.answers}; {load_average()}; "
+              f"{code_state()}")
         if args.answers == "ahead":
             folder = Path(tmp) / "answers"
             folder.mkdir()

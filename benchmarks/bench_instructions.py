@@ -19,7 +19,8 @@ read as verify reads them to compare.
 CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz``, else any ``*.jsonl.gz`` under it;
 default: the committed ``cassettes/``). ``--against DIR`` counts DIR's code too (another
 checkout of this repository, e.g. ``git worktree add /tmp/base HEAD~3``), at the same time on
-the other core, and prints the ratio.
+the other core, and prints the ratio; ``--pure`` counts this checkout with every module run as
+Python too (``VCRIME_AUDIT_NATIVE=0``), against its compiled copies (``scripts/build_native.py``).
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ def child(paths: list[Path]) -> None:
             raise SystemExit(f"{path}: replay differs from the recording")
 
 
-def count(checkout: Path, paths: list[Path]) -> int:
-    """Instructions valgrind counts for replaying ``paths`` with ``checkout``'s code."""
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(checkout)}
+def count(checkout: Path, paths: list[Path], native: bool = True) -> int:
+    """Instructions valgrind counts for replaying ``paths`` with ``checkout``'s code (``native``:
+    with its compiled modules where built, else all as Python)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(checkout),
+           "VCRIME_AUDIT_NATIVE": "1" if native else "0"}
     command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
                sys.executable, str(Path(__file__).resolve()), "--child", *map(str, paths)]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
@@ -72,10 +75,10 @@ def count(checkout: Path, paths: list[Path]) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_replay(checkout: Path, paths: list[Path], runs: int) -> float:
+def per_replay(checkout: Path, paths: list[Path], runs: int, native: bool) -> float:
     warm_up, measured = paths[:1], paths[:1] + paths[1:1 + runs]
     with ThreadPoolExecutor(2) as pool:
-        alone, together = pool.map(lambda p: count(checkout, p), (warm_up, measured))
+        alone, together = pool.map(lambda p: count(checkout, p, native), (warm_up, measured))
     return (together - alone) / runs
 
 
@@ -86,11 +89,14 @@ def main() -> None:
     parser.add_argument("corpus", type=Path, nargs="?", default=ROOT / "cassettes")
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--against", type=Path, help="Another checkout of this repository to count too.")
+    parser.add_argument("--pure", action="store_true", help="Count this checkout with its modules run "
+                        "as Python too (VCRIME_AUDIT_NATIVE=0), against its compiled copies.")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("error: valgrind is not installed; fix: apt-get install -y valgrind")
     from bench_replay_layers import run_cassettes
 
+    from vcrime_audit import native
     from vcrime_audit.cassette import Cassette, RecordMode
 
     runs = run_cassettes(args.corpus)
@@ -99,16 +105,20 @@ def main() -> None:
                          "benchmarks/make_study.py --out DIR --attackers 1 --seeds 3")
     measured = runs[1:1 + args.runs]
     calls = sum(len(Cassette(p, RecordMode.none).calls) for p in measured) / len(measured)
-    checkouts = [ROOT] + ([args.against.resolve()] if args.against else [])
-    print(f"{len(measured)} replays of {args.corpus} ({calls:.0f} calls each on average), counted by "
-          "valgrind (PYTHONHASHSEED=0):")
-    with ThreadPoolExecutor(len(checkouts)) as pool:
-        counts = list(pool.map(lambda c: per_replay(c, runs, len(measured)), checkouts))
-    for checkout, instructions in zip(checkouts, counts, strict=True):
-        print(f"  {str(checkout):40} {instructions / 1e6:8.1f} M instructions a replay "
-              f"({instructions / calls / 1e3:.0f} k a call)")
+    variants = [(str(ROOT), ROOT, native.enabled())]
+    if args.pure:
+        variants.append((f"{ROOT} as Python", ROOT, False))
     if args.against:
-        print(f"ratio {ROOT.name} / {args.against.name}: {counts[0] / counts[1]:.3f}")
+        variants.append((str(args.against.resolve()), args.against.resolve(), native.enabled()))
+    print(f"{len(measured)} replays of {args.corpus} ({calls:.0f} calls each on average), counted by "
+          f"valgrind (PYTHONHASHSEED=0); {native.summary()}:")
+    with ThreadPoolExecutor(len(variants)) as pool:
+        counts = list(pool.map(lambda v: per_replay(v[1], runs, len(measured), v[2]), variants))
+    for (label, _, _), instructions in zip(variants, counts, strict=True):
+        print(f"  {label:40} {instructions / 1e6:8.1f} M instructions a replay "
+              f"({instructions / calls / 1e3:.0f} k a call)")
+    for (label, _, _), instructions in list(zip(variants, counts, strict=True))[1:]:
+        print(f"ratio {variants[0][0]} / {label}: {counts[0] / instructions:.3f}")
 
 
 if __name__ == "__main__":

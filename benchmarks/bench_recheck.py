@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import SCRIPTED_MODELS, STUDY_FILE, bytecode_state, load_average  # noqa: E402
+from make_study import SCRIPTED_MODELS, STUDY_FILE, code_state, load_average  # noqa: E402
 
 from vcrime_audit.study import StudyConfig  # noqa: E402
 
@@ -80,7 +80,7 @@ def main() -> None:
         store = out / "study.sqlite"
         how = "shards, then merge" if args.shards else "worker processes sharing one store"
         print(f"re-checking {len(list(spec.cassette_dir.glob('*.jsonl.gz')))} cassettes of {corpus} "
-              f"on {args.workers} worker(s) ({how}); {load_average()}; {bytecode_state()}")
+              f"on {args.workers} worker(s) ({how}); {load_average()}; {code_state()}")
         seconds: dict[str, float] = {}
         if args.shards:
             shards = [out / f"shard-{i}.sqlite" for i in range(1, args.workers + 1)]

@@ -26,9 +26,9 @@ import cProfile
 import gc
 import gzip
 import json
-import os
 import pstats
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,11 +38,8 @@ from vcrime_audit.runner import replay
 from vcrime_audit.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_average() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_study import code_state, load_average  # noqa: E402
 
 
 def read_limit(path: Path) -> tuple[float, float]:
@@ -118,7 +115,7 @@ def measure(path: Path, repeats: int, with_profile: bool) -> None:
         turns = runs[0][2]
         print(f"{path.name}: {calls} calls, {turns} turns, {path.stat().st_size / calls:.0f} bytes/call; "
               f"read+decompress+parse {1000 * limit:.2f} ms wall, {1000 * limit_cpu:.2f} ms CPU "
-              f"(best of {repeats}); {load_average()}")
+              f"(best of {repeats}); {load_average()}; {code_state()}")
         for title, results in (("into a new store", runs), ("into a store whose tables exist", warm)):
             best, best_cpu = min(r[0] for r in results), min(r[1] for r in results)
             print(f"  replay {title}: {1000 * best:.1f} ms wall ({turns / best:.1f} turns/s), "

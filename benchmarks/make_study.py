@@ -34,19 +34,22 @@ def load_average() -> str:
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
 
 
-def bytecode_state(package: Path = Path(__file__).resolve().parent.parent / "vcrime_audit") -> str:
-    """Whether the checkout's modules have bytecode as fresh as their source. Without it each new
-    process compiles them (~60 ms, a sixth of an audit's start): where PYTHONDONTWRITEBYTECODE
-    is set an editable install never writes it, and ``scripts/install.sh`` writes it once."""
+def code_state(package: Path = Path(__file__).resolve().parent.parent / "vcrime_audit") -> str:
+    """Whether the checkout's modules have bytecode as fresh as their source, and how many run
+    compiled (:mod:`vcrime_audit.native`). Without bytecode each new process compiles them (~60
+    ms, a sixth of an audit's start): where PYTHONDONTWRITEBYTECODE is set an editable install
+    never writes it, and ``scripts/install.sh`` writes it once."""
     import importlib.util
+
+    from vcrime_audit import native
 
     sources = list(package.rglob("*.py"))
     stale = [p for p in sources if not (cached := Path(importlib.util.cache_from_source(str(p)))).exists()
              or cached.stat().st_mtime < p.stat().st_mtime]
     if not stale:
-        return f"bytecode of {len(sources)} modules cached"
+        return f"bytecode of {len(sources)} modules cached; {native.summary()}"
     return (f"{len(stale)} of {len(sources)} modules without fresh bytecode: each process compiles "
-            f"them (python -m compileall {package.name} writes it)")
+            f"them (python -m compileall {package.name} writes it); {native.summary()}")
 
 
 def write_registry(root: Path, attackers: int, latency_ms: float = 0.0) -> dict[str, Any]:

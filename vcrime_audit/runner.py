@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +121,7 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
         also=lambda s: s.insert_rows("models", models, replace=True))
 
     commits = TurnCommits(recorder)
-
-    async def on_turn(record: TurnRecord) -> None:
-        await commits.add(_turn_write(run_id, record, roles.judge.name, cassette.recording),
-                          None if observer is None else lambda: observer(run_id, record))
-
+    on_turn = partial(_on_turn, commits, run_id, roles.judge.name, cassette.recording, observer)
     try:
         last = await engine.run(world, config.seed, on_turn)
         if not cassette.recording:
@@ -152,6 +149,16 @@ async def _episode(config: RunConfig, world: WorldState, roles: Roles, cassette:
          "rows": rows_digest}, "turn_rows_hash")
     return RunOutcome(run_id, status, reason, turns, store.path, cassette.path, digest,
                       recorder.backend.model_calls, recorder.backend.replayed, check)
+
+
+async def _on_turn(commits: TurnCommits, run_id: str, judge_model: str, recording: bool,
+                   observer: TurnObserver | None, record: TurnRecord) -> None:
+    """What :func:`_episode` does with each turn the engine plays. Not a function defined in
+    ``_episode``: compiled (:mod:`vcrime_audit.native`), a coroutine keeps all its locals in one
+    object that its inner functions hold, so one kept among those locals would make a reference
+    cycle of each run's objects, which the cycle collector, off while runs play, never frees."""
+    await commits.add(_turn_write(run_id, record, judge_model, recording),
+                      None if observer is None else lambda: observer(run_id, record))
 
 
 def _turn_write(run_id: str, record: TurnRecord, judge_model: str, recording: bool

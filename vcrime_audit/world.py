@@ -26,11 +26,14 @@ ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")]
 
 
 _set = object.__setattr__
+_FUNCTION = type(lambda: None)
+"""The type of this module's functions: Cython's where it runs compiled (:mod:`vcrime_audit.native`),
+which a model's config must list in ``ignored_types``, else pydantic takes a method for a field."""
 
 
 class Strict(BaseModel):
     # schemas built on first use: a command that validates no world (the audit) never builds them
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, ignored_types=(_FUNCTION,))
 
     def shallow_copy(self, update: dict[str, Any] | None = None) -> Self:
         """``self.model_copy(update=update)``: a new ``__dict__`` (values shared) and set of

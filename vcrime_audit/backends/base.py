@@ -21,6 +21,10 @@ Role = Literal["attacker", "judge", "world_manager", "annotator", "interrogated"
                "certify_judge"]
 
 
+_FUNCTION = type(lambda: None)
+"""This module's function type, for ``GenerateRequest``'s ``ignored_types`` (as ``world._FUNCTION``)."""
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     role: Literal["system", "user", "assistant"]
@@ -30,7 +34,7 @@ class Message(BaseModel):
 class GenerateRequest(BaseModel):
     """Everything that can change the answer. Its canonical JSON is half of the cassette key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(made_once,))
+    model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(made_once, _FUNCTION))
     role: Role
     call: str = Field(description="Which call of the role: plan, act, assess, phase names...")
     model: str = Field(description="Registry name of the model.")
