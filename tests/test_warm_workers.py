@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 import time
 
 import yaml
 
+from tests.committed import CASSETTES, DEMO_RUN
 from tests.scripted_study import scripted_spec
 from vcrime_audit.warm_workers import process_pool, start_processes, warm
 
@@ -120,3 +122,51 @@ def test_the_processes_a_study_does_not_need_are_dismissed_before_it_plays(regis
     again = start_processes(2, (), "test-spare")
     assert run_study_processes(study, 2, started=again).skipped == 6  # nothing to play: both dismissed
     assert [p.process.exitcode for p in again] == [0, 0]
+
+
+def _children(pid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def test_a_pools_workers_end_when_the_command_that_started_them_is_killed(tmp_path):
+    """``verify --workers 2`` killed (its workers wait on a queue whose writing end they hold, so
+    they never see it go): its workers end too, whether they were still starting or warm."""
+    db = tmp_path / "one.sqlite"
+    subprocess.run([sys.executable, "-m", "vcrime_audit.cli", "replay", str(DEMO_RUN), "--db", str(db)],
+                   check=True, capture_output=True)
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        command = subprocess.Popen([sys.executable, "-m", "vcrime_audit.cli", "verify", "--db", str(db),
+                                    "--workers", "2", str(CASSETTES)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while len(_children(command.pid)) < 3 and command.poll() is None:  # 2 workers, 1 tracker
+            assert time.monotonic() < deadline, "the pool never started"
+            time.sleep(0.01)
+        assert command.poll() is None, "verify ended before it was killed"
+        os.kill(command.pid, sig)
+        command.wait(timeout=30)
+        assert _session_empties(command.pid, 20), f"workers left after {sig.name}"
+
+
+_IDLE_POOL = """
+import os, sys, time
+from vcrime_audit.warm_workers import process_pool
+pool = process_pool(2, ())
+pids = set()
+while len(pids) < 2:
+    pids |= {pool.submit(os.getpid).result() for _ in range(8)}
+print(*pids, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_pools_idle_workers_end_when_their_parent_is_killed():
+    """Warm workers waiting for their next job end with the process that started them."""
+    parent = subprocess.Popen([sys.executable, "-c", _IDLE_POOL], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(workers) == 2 and all(str(w) in _children(parent.pid) for w in workers)
+    parent.kill()
+    parent.wait(timeout=30)
+    assert _session_empties(parent.pid, 20), "idle workers outlived their parent"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -37,10 +38,33 @@ def process_pool(workers: int, targets: tuple[str, ...]) -> ProcessPoolExecutor:
     each job it is given while none is idle, so the ``workers`` warm-ups start them all; this
     module and its imports are what a process loads before it takes its warm-up."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=collector_off_in_this_process)
+                               initializer=_pool_worker_starts, initargs=(os.getpid(),))
     for _ in range(workers):
         pool.submit(warm, targets)
     return pool
+
+
+def _pool_worker_starts(parent: int) -> None:
+    collector_off_in_this_process()
+    end_with_parent(parent)
+
+
+def end_with_parent(parent: int) -> None:
+    """End this process (SIGTERM) when the thread that started it ends, its parent killed say
+    (Linux: ``PR_SET_PDEATHSIG``; elsewhere nothing). A pool's worker waits for its next job on a
+    queue whose writing end it holds itself, so it never sees its parent go: ``verify --workers
+    2`` killed left its two workers waiting for good. The pool is started by the thread that
+    submits to it (the main thread of ``verify``), so they end with the command."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before this process asked to end with it
+        os._exit(0)
 
 
 @dataclass
