@@ -71,13 +71,14 @@ def build(package: Path, modules: list[str], jobs: int) -> str | None:
     """Build the copies ``modules`` lack; None, or one line saying why they could not be built."""
     todo: list[tuple[str, Path, bytes, Path]] = []
     for module in modules:
-        source = package.joinpath(*module.split(".")).with_suffix(".py")
+        name = f"{native.PACKAGE}.{module}"
+        source = native.source_path(name, package)
         code = source.read_bytes()
         target = native.built_path(source, code)
         for old in _stale(source, target):
             old.unlink()
         if not target.is_file():
-            todo.append((f"{native.PACKAGE}.{module}", source, code, target))
+            todo.append((name, source, code, target))
     if not todo:
         return None
     try:

@@ -44,15 +44,26 @@ Not ``regex_literals``: ``lexicon_formulas`` identifies its table by that module
 _NAMES = frozenset(f"{PACKAGE}.{module}" for module in MODULES)
 
 
-def source_path(name: str) -> Path:
-    """The source file of the module ``name`` (``vcrime_audit.store.db``)."""
-    return PACKAGE_DIR.joinpath(*name.split(".")[1:]).with_suffix(".py")
+def source_path(name: str, package: Path | None = None) -> Path:
+    """The source file of the module ``name`` (``vcrime_audit.store.db``) in ``package`` (by
+    default this package's folder)."""
+    return (package or PACKAGE_DIR).joinpath(*name.split(".")[1:]).with_suffix(".py")
 
 
 def built_path(source: Path, code: bytes) -> Path:
     """Where the compiled copy of ``code`` (the bytes of ``source``) lies."""
     digest = hashlib.blake2b(code, digest_size=8).hexdigest()
     return source.with_name(f"{source.stem}.{digest}{SUFFIX}")
+
+
+def _current_build(name: str) -> tuple[Path, Path] | None:
+    """The source of ``name`` and its compiled copy, where one is built from the source as it is."""
+    source = source_path(name)
+    try:
+        built = built_path(source, source.read_bytes())
+    except OSError:
+        return None
+    return (source, built) if built.is_file() else None
 
 
 def enabled() -> bool:
@@ -108,15 +119,10 @@ class _Loader(ExtensionFileLoader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        if name not in _NAMES:
+        current = _current_build(name) if name in _NAMES else None
+        if current is None:
             return None
-        source = source_path(name)
-        try:
-            built = built_path(source, source.read_bytes())
-        except OSError:
-            return None
-        if not built.is_file():
-            return None
+        source, built = current
         return spec_from_file_location(name, built, loader=_Loader(name, built, source))
 
 
@@ -137,8 +143,7 @@ def loaded() -> list[str]:
 
 def built() -> list[str]:
     """The modules of :data:`MODULES` whose compiled copy matches their source now."""
-    return sorted(name for name in _NAMES
-                  if built_path(source_path(name), source_path(name).read_bytes()).is_file())
+    return sorted(name for name in _NAMES if _current_build(name) is not None)
 
 
 def summary() -> str:
