@@ -207,3 +207,30 @@ def test_a_path_too_long_for_the_file_system_is_one_line(tmp_path, command):
     long = tmp_path / ("a" * 300)
     line = _one_line_exit_2([part.format(long=long, tmp=tmp_path, store=store) for part in command])
     assert str(long) in line, line
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=string.ascii_letters + string.digits + "._-", min_size=1, max_size=20),
+       st.sampled_from(["", ".jsonl.gz", ".jsonl.journal", "/x.jsonl.gz"]))
+def test_a_cassette_path_that_names_nothing_is_called_missing(tmp_path, name, suffix):
+    """``replay`` and ``verify`` of a path where no cassette (nor its journal) is: ``replay`` says
+    so in one line and exits 2; ``verify`` gives it a ``cassette missing`` verdict and exits 1.
+    Neither writes anything there, nor calls it a cassette that lacks its header."""
+    missing = tmp_path / "nothing" / f"{name}{suffix}"
+    line = _one_line_exit_2(["replay", str(missing), "--db", str(tmp_path / "s.sqlite")])
+    assert f"{missing}: no such cassette" in line, line
+    verified = CliRunner().invoke(app, ["verify", str(missing)])
+    assert verified.exit_code == 1, verified.output
+    assert f"cassette missing cassette {missing}: no such file" in verified.output, verified.output
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_verify_of_a_folder_without_cassettes_fails_naming_it(tmp_path):
+    """A folder that holds no cassette (a mistyped or empty one) is a problem, not 0 of 0
+    verified: CI that verifies it would pass having checked nothing."""
+    (tmp_path / "other.txt").write_text("not a cassette")
+    shutil.copyfile(committed.DEMO_RUN, tmp_path / "runs.jsonl.gz.bak")
+    result = CliRunner().invoke(app, ["verify", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert f"cassette missing folder {tmp_path}: no cassette (*.jsonl.gz) in it" in result.output
+    assert result.output.strip().splitlines()[-1] == "0 verified, 1 with problems"

@@ -369,12 +369,19 @@ class Verifier:
     def cassettes(self, paths: Iterable[Path]) -> None:
         """Verify each cassette alone (the cycle collector off, as in :meth:`runs`)."""
         with collector_off_while_runs_play():
-            for path in _cassette_files(paths):
-                self._cassette(path)
+            for path in map(Path, paths):
+                files = _cassette_files(path)
+                if not files:
+                    self._add(Verdict("folder", str(path), MISSING, "no cassette (*.jsonl.gz) in it; "
+                                      "fix: give the folder the cassettes were recorded into"))
+                for file in files:
+                    self._cassette(file)
 
     def _cassette(self, path: Path) -> None:
         from .certify.run import replay_certification
 
+        if not cassette_exists(path):
+            return self._add(Verdict("cassette", str(path), MISSING, "no such file; fix: check the path"))
         try:
             cassette = Cassette(path, RecordMode.none, unread_requests=True)
             kind = cassette.meta.get("kind", "run")
@@ -396,16 +403,13 @@ class Verifier:
         self._add(Verdict("cassette", str(path), state, "" if state == VERIFIED else check.line("rows")))
 
 
-def _cassette_files(paths: Iterable[Path]) -> list[Path]:
-    found: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            names = {p.name.removesuffix(".journal") + ".gz" if p.name.endswith(".journal") else p.name
-                     for p in path.iterdir() if p.name.endswith((".jsonl.gz", ".jsonl.journal"))}
-            found.extend(path / n for n in sorted(names))
-        else:
-            found.append(path)
-    return found
+def _cassette_files(path: Path) -> list[Path]:
+    """The cassettes ``path`` names: itself, or a folder's (a journal stands for its cassette)."""
+    if not path.is_dir():
+        return [path]
+    names = {p.name.removesuffix(".journal") + ".gz" if p.name.endswith(".journal") else p.name
+             for p in path.iterdir() if p.name.endswith((".jsonl.gz", ".jsonl.journal"))}
+    return [path / n for n in sorted(names)]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 
 import pytest
 
+from tests.committed import CERTIFY
 from tests.conftest import ScriptedBackend
 from vcrime_audit.backends.base import BackendError
 from vcrime_audit.cassette import Cassette, CassetteMiss, RecordingBackend, RecordMode
@@ -56,7 +58,9 @@ def test_a_backend_failure_is_a_missing_judgment():
 
 
 def test_a_replay_miss_is_raised_not_recorded_as_missing(tmp_path):
-    cassette = Cassette(tmp_path / "empty.jsonl.gz", RecordMode.none)
+    recorded = tmp_path / "certify.jsonl.gz"  # a certification's cassette, which lacks this request
+    shutil.copyfile(CERTIFY, recorded)
+    cassette = Cassette(recorded, RecordMode.none)
     cassette.meta = {"fingerprints": {"smollm2-135m": {"engine": "scripted"}}}
     judge = LLMJudge(RecordingBackend(cassette, None), get_model("smollm2-135m"), "criterion")
     with pytest.raises(CassetteMiss):

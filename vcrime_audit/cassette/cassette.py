@@ -91,6 +91,9 @@ class Cassette:
         self._summary_in_journal = False
         drop_empty_journal(self.path)
         existed = cassette_exists(self.path)
+        if not existed and self.mode is RecordMode.none:
+            raise CassetteError(f"{self.path}: no such cassette (neither the file nor its journal "
+                                "exists); fix: check the path, or record it first (--record-mode once)")
         if existed and self.mode is RecordMode.all:
             journal_path(self.path).unlink(missing_ok=True)
         elif existed:
