@@ -4,6 +4,7 @@ line and exit 2: never a traceback, a hang or a silently wrong result."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import string
 import subprocess
@@ -234,3 +235,24 @@ def test_verify_of_a_folder_without_cassettes_fails_naming_it(tmp_path):
     assert result.exit_code == 1, result.output
     assert f"cassette missing folder {tmp_path}: no cassette (*.jsonl.gz) in it" in result.output
     assert result.output.strip().splitlines()[-1] == "0 verified, 1 with problems"
+
+
+@pytest.mark.parametrize("command", [
+    ["replay", "{odd}", "--db", "{tmp}/s.sqlite"], ["verify", "{odd}"], ["study", "{odd}"],
+    ["runs", "--db", "{odd}"], ["certify", "--queries", "{odd}", "--n", "1"],
+    ["replay", str(committed.DEMO_RUN), "--db", "{odd}"], ["replay", "{tmp}/journalled.jsonl.gz"]])
+@pytest.mark.parametrize("odd", ["fifo", "/dev/zero"])
+def test_a_fifo_or_a_device_given_as_a_file_is_named_at_once(tmp_path, command, odd):
+    """Each file a command reads (a cassette, its journal, a study or query file, a store) given
+    as a FIFO nothing writes into, or as /dev/zero: one line naming what it is, at once. Read
+    whole, the FIFO made the command wait for good and /dev/zero took all memory."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    os.symlink(fifo if odd == "fifo" else odd, tmp_path / "journalled.jsonl.journal")
+    odd_path = str(fifo) if odd == "fifo" else odd
+    args = [part.format(odd=odd_path, tmp=tmp_path) for part in command]
+    done = subprocess.run([sys.executable, "-m", "vcrime_audit.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    kind = "a FIFO" if odd == "fifo" else "a character device"
+    assert f"{kind}, not a regular file" in done.stdout + done.stderr, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and done.returncode in (1, 2), done.stderr

@@ -24,6 +24,8 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node
 
+from .regular_files import NotARegularFile, read_regular
+
 MAX_DEPTH = 64
 MAX_BYTES = 16 * 1024 * 1024
 JSON_TAGS = frozenset({
@@ -103,9 +105,10 @@ def loads(text: str) -> Any:
 def load_yaml(path: Path | str) -> Any:
     """Read a YAML file strictly. Raises OSError when it cannot be read and
     :class:`YamlInputError` when its bytes or its content are not plain YAML data."""
-    path = Path(path)
-    with path.open("rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
+    try:
+        data = read_regular(Path(path), MAX_BYTES)
+    except NotARegularFile as exc:
+        raise YamlInputError(exc.strerror, fix="give the path of the file itself") from None
     if len(data) > MAX_BYTES:
         raise YamlInputError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB",
                              fix="split the file or check that it is the right file")

@@ -21,6 +21,7 @@ from vcrime_audit.cassette.persist import (
     MAX_BYTES_ENV,
     CassetteFileError,
     decompress,
+    read_final,
 )
 
 COMMITTED = Path(__file__).resolve().parents[2] / "cassettes"
@@ -138,3 +139,18 @@ def test_cassettes_inflate_to_what_zlib_gives_them_or_are_refused_as_zlib_refuse
                 max_size=40).map(b"".join))
 def test_split_lines_splits_as_bytes_split(data):
     assert split_lines(data) == data.split(b"\n")
+
+
+def test_a_file_larger_than_any_cassette_under_the_cap_is_refused_unread(tmp_path, monkeypatch):
+    """The cap on a cassette's decompressed bytes bounds its file too (stored data grows by a
+    few bytes in 64 KiB): a larger file is refused before it is decompressed, and one at the
+    bound is decompressed (and refused for what it holds)."""
+    monkeypatch.setenv(MAX_BYTES_ENV, "1000")
+    bound = 1000 + 1 + (1 << 16)
+    path = tmp_path / "big.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b" + b"\x00" * (bound - 1))
+    with pytest.raises(CassetteFileError, match="larger than any cassette of at most 1000 bytes"):
+        read_final(path)
+    path.write_bytes(b"\x1f\x8b" + b"\x00" * (bound - 2))
+    with pytest.raises(CassetteFileError, match="not a readable gzip cassette"):
+        read_final(path)

@@ -36,6 +36,7 @@ from zlib_ng import zlib_ng
 
 from ..canonical import blake2b_hex, plain_content_hash
 from ..jsonparse import parse_json
+from ..regular_files import NotARegularFile, read_regular
 from .final_gzip import FinalGzip, lines_bytes
 from .lines import (
     Line,
@@ -197,15 +198,30 @@ def check_header(path: Path, records: list[dict[str, Any]]) -> int:
     return int(version)
 
 
-def read_final(path: Path, unread_requests: bool = False) -> tuple[list[dict[str, Any]], list[bytes]]:
+def _read_file(path: Path, what: str) -> bytes:
+    """The bytes of the cassette file or journal ``path``: a regular file, of no more bytes than a
+    cassette of :func:`max_bytes` decompressed can take (stored incompressible, deflate adds 5
+    bytes to 64 KiB, gzip 18 a member)."""
+    limit = max_bytes() + max_bytes() // 1000 + (1 << 16)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, limit)
     except FileNotFoundError:
-        raise CassetteFileError(f"{path}: no such cassette") from None
+        raise CassetteFileError(f"{path}: no such {what}") from None
     except IsADirectoryError:
-        raise CassetteFileError(f"{path}: is a folder, not a cassette file") from None
+        raise CassetteFileError(f"{path}: is a folder, not a {what} file") from None
+    except NotARegularFile as exc:
+        raise CassetteFileError(f"{path}: {exc.strerror}; fix: give the {what} file itself") from None
     except OSError as exc:
         raise CassetteFileError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(raw) > limit:
+        raise CassetteFileError(f"{path}: larger than any {what} of at most {max_bytes()} bytes; "
+                                f"fix: if it is a real one, raise the cap with {MAX_BYTES_ENV}=BYTES, "
+                                f"else {FIX}")
+    return raw
+
+
+def read_final(path: Path, unread_requests: bool = False) -> tuple[list[dict[str, Any]], list[bytes]]:
+    raw = _read_file(path, "cassette")
     try:
         data = decompress(path, raw)
     except INFLATE_ERRORS as exc:
@@ -218,7 +234,7 @@ def read_final(path: Path, unread_requests: bool = False) -> tuple[list[dict[str
 def read_journal(path: Path, unread_requests: bool = False) -> tuple[list[dict[str, Any]], list[bytes]]:
     """Records of a journal; a torn last line (a crash mid-write) is cut off the file."""
     journal = journal_path(path)
-    raw = journal.read_bytes()
+    raw = _read_file(journal, "journal")
     records, lines = parse_lines(journal, raw, torn_tail_ok=True, unread_requests=unread_requests)
     good = sum(map(len, lines)) + len(lines)  # the bytes that held them, newlines included
     if good < len(raw):
@@ -241,9 +257,8 @@ def drop_empty_journal(path: Path) -> None:
     header leaves one, and it records nothing (a job resumes as if it were absent)."""
     journal = journal_path(Path(path))
     try:
-        with open(journal, "rb") as handle:
-            if b"\n" in handle.read(1 << 16):
-                return
+        if b"\n" in read_regular(journal, 1 << 16)[:1 << 16]:
+            return
     except OSError:
         return
     if journal.stat().st_size < 1 << 16:

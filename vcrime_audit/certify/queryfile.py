@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..regular_files import not_regular
 from .presets import PRESETS, Band, Settings, TargetRule
 
 QUERY_PLACEHOLDER = "{query}"
@@ -280,7 +281,8 @@ def load_query_file(path: Path | str) -> QuerySpec:
     """Read a ``.yaml``/``.yml`` or ``.jsonl`` query file."""
     path = Path(path)
     if not path.is_file():
-        raise QueryFileError(path, "", "file not found", "pass the path of an existing query file")
+        problem = not_regular(path) or ("a folder" if path.is_dir() else "file not found")
+        raise QueryFileError(path, "", problem, "pass the path of an existing query file")
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
         return _load_yaml(path)

@@ -23,6 +23,7 @@ import sqlite_utils
 
 from .. import __version__
 from ..canonical import rows_content_hash
+from ..regular_files import not_regular
 from .connection import IN_MEMORY, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
@@ -79,10 +80,14 @@ class Store:
                              "row when the command ends; fix: give the store a file path (--db, "
                              "or db: in a study file), such as runs/store.sqlite")
         if readonly and not _is_file(self.path):
-            what = "is a folder, not a store" if self.path.is_dir() else "no such store"
+            what = ("is a folder, not a store" if self.path.is_dir() else
+                    not_regular(self.path) or "no such store")
             raise StoreError(f"{self.path}: {what}; fix: pass --db with a store written by "
                              "`vcrime-audit run`, `replay` or `study`")
         if not readonly and not self._memory:
+            if odd := not_regular(self.path):
+                raise StoreError(f"{self.path}: {odd}; fix: point --db at a vcrime-audit store or a "
+                                 "new file such as runs/store.sqlite")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
