@@ -10,6 +10,7 @@ and every error message is scrubbed (vcrime_audit.scrub) before it is raised.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from typing import Any
@@ -33,6 +34,30 @@ from .openai_wire import (
     server_model_fingerprint,
 )
 from .pool import OUT_STATUS, Server, ServerPool, check_urls
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The most a server's answer to one call may hold (decoded): a chat completion is kilobytes."""
+
+
+class Answer:
+    """A server's whole answer to a POST: what :meth:`_Endpoint.check` and the retry loops read."""
+
+    def __init__(self, status_code: int, headers: httpx.Headers, content: bytes) -> None:
+        self.status_code, self.headers, self.content = status_code, headers, content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def _take(content: bytearray, chunk: bytes, url: str) -> None:
+    content += chunk
+    if len(content) > MAX_ANSWER_BYTES:
+        raise _error(f"{url} answered with more than {MAX_ANSWER_BYTES} bytes; fix: check that the "
+                     "address is the model server's")
 
 
 class _Endpoint:
@@ -76,7 +101,43 @@ class _Endpoint:
     def timeout(self) -> httpx.Timeout:
         return httpx.Timeout(self.options.timeout_s, connect=min(10.0, self.options.timeout_s))
 
-    def check(self, response: httpx.Response, url: str) -> Any:
+    def _whole_answer_timeout(self) -> httpx.ReadTimeout:
+        return httpx.ReadTimeout(f"no whole answer within options.timeout_s ({self.options.timeout_s:g} s)")
+
+    async def send(self, client: httpx.AsyncClient, method: str, url: str,
+                   body: dict[str, Any] | None = None, timeout_s: float | None = None) -> Answer:
+        """Send the request and read the whole answer within ``timeout_s`` (default
+        ``options.timeout_s``; httpx's timeouts bound each read, so a server that trickles its
+        answer would hold the call for good: it is a timed-out attempt, retried as one), of at
+        most :data:`MAX_ANSWER_BYTES`."""
+        limit = self.options.timeout_s if timeout_s is None else timeout_s
+
+        async def whole() -> Answer:
+            async with client.stream(method, url, json=body, headers=self.headers(),
+                                     timeout=httpx.Timeout(limit, connect=min(10.0, limit))) as response:
+                content = bytearray()
+                async for chunk in response.aiter_bytes():
+                    _take(content, chunk, url)
+                return Answer(response.status_code, response.headers, bytes(content))
+
+        try:
+            return await asyncio.wait_for(whole(), limit)
+        except asyncio.TimeoutError:
+            raise self._whole_answer_timeout() from None
+
+    def get_whole(self, client: httpx.Client, url: str) -> Answer:
+        """:meth:`send` of a GET, for the synchronous checks at startup (the deadline is checked
+        as each piece of the answer arrives)."""
+        deadline = time.monotonic() + self.options.timeout_s
+        with client.stream("GET", url, headers=self.headers()) as response:
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                _take(content, chunk, url)
+                if time.monotonic() > deadline:
+                    raise self._whole_answer_timeout()
+            return Answer(response.status_code, response.headers, bytes(content))
+
+    def check(self, response: httpx.Response | Answer, url: str) -> Any:
         if response.status_code in (401, 403):
             raise _error(f"{url} refused the request ({response.status_code}); fix: set "
                                f"${self.options.api_key_env} to the server's API key "
@@ -111,7 +172,7 @@ class _Endpoint:
                 if attempt:
                     time.sleep(backoff_delay(attempt - 1, self.options))
                 try:
-                    response = client.get(url, headers=self.headers())
+                    response = self.get_whole(client, url)
                 except httpx.TransportError as exc:
                     last, status = f"{type(exc).__name__}: {exc}", None
                     continue
@@ -164,7 +225,7 @@ class _Endpoint:
                 for server in self.pool.servers:
                     url = server.url + "/models"
                     try:
-                        response = client.get(url, headers=self.headers())
+                        response = self.get_whole(client, url)
                     except httpx.TransportError as exc:
                         last[server.url] = f"{type(exc).__name__}: {exc}"
                         continue
@@ -180,10 +241,11 @@ class _Endpoint:
         """A pool server's health check: '' when it answers GET /models with the pool's model."""
         url = server.url + "/models"
         try:
-            response = await client.get(url, headers=self.headers(),
-                                        timeout=min(10.0, self.options.timeout_s))
+            response = await self.send(client, "GET", url, timeout_s=min(10.0, self.options.timeout_s))
         except httpx.TransportError as exc:
             return f"health check: {type(exc).__name__}"
+        except BackendError as exc:
+            return f"health check: {str(exc)[:200]}"
         if response.status_code != 200:
             return f"health check: HTTP {response.status_code}"
         try:
@@ -217,8 +279,7 @@ class _Endpoint:
             url = server.url + path
             server.in_flight += 1
             try:
-                response = await client.post(url, json=body, headers=self.headers(),
-                                             timeout=self.timeout())
+                response = await self.send(client, "POST", url, body)
             except httpx.TransportError as exc:
                 last = f"{url}: {type(exc).__name__}: {exc}"
                 pool.take_out(server, f"{type(exc).__name__}: {exc}")
@@ -249,8 +310,7 @@ class _Endpoint:
             if attempt:
                 await asyncio.sleep(backoff_delay(attempt - 1, self.options, retry_after))
             try:
-                response = await client.post(url, json=body, headers=self.headers(),
-                                             timeout=self.timeout())
+                response = await self.send(client, "POST", url, body)
             except httpx.TransportError as exc:
                 last, status, retry_after = f"{type(exc).__name__}: {exc}", None, None
                 continue

@@ -36,7 +36,8 @@ class OpenAIOptions(BaseModel):
         "json_object", description="json_object: llama.cpp servers; json_schema: vLLM and OpenAI.")
     extra_body: dict[str, Any] = Field(default_factory=dict,
                                        description="Extra request fields (server sampler settings).")
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="The most one attempt may take, from sending "
+                             "the request to the answer's last byte (then it is retried).")
     max_retries: int = Field(4, ge=0)
     backoff_s: float = Field(0.5, ge=0)
     max_backoff_s: float = Field(30.0, ge=0)
