@@ -6,14 +6,13 @@ import json
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.store import Store, turn_rows_hash
 
 from .conftest import ROOT
+from .posts import FORM, REFUSED, post, refusals
 from .script import TASK, TURNS, recorded_turns, source_cassette
 
 
@@ -27,15 +26,6 @@ def _fill(page, submission) -> None:
     for box in page.query_selector_all("input[name=targets]"):
         box.set_checked(box.get_attribute("value") in a.targets)
     page.select_option("#time_minutes", str(a.time_minutes))
-
-
-def _post(url: str, data: bytes, headers: dict[str, str]) -> int:
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
 
 
 def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp_path):
@@ -67,9 +57,9 @@ def test_a_person_plays_two_turns_and_the_run_replays(serve, browser, shots, tmp
 
     # forms from elsewhere are refused: no session cookie / token, or a foreign Host header
     token = page.get_attribute("input[name=turn_token]", "value")
-    assert _post(server.url + "turn", f"turn_token={token}&verb=x".encode(),
-                 {"Content-Type": "application/x-www-form-urlencoded"}) == 403
-    assert _post(server.url + "turn", b"", {"Host": "attacker.example"}) == 400
+    assert post(server.url + "turn", f"turn_token={token}&verb=x".encode(), FORM) == 403
+    assert post(server.url + "turn", b"", {"Host": "attacker.example"}) == 400
+    assert refusals(server.url + "turn") == REFUSED  # read as they come, never whole
 
     per_turn = []
     second_tab = None

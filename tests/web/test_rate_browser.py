@@ -17,6 +17,7 @@ from vcrime_audit.store import Store
 from vcrime_audit.web.game import new_game
 
 from .conftest import ROOT
+from .posts import REFUSED, refusals
 from .script import TASK, TURNS, play_scripted, recorded_turns, source_cassette
 
 STUDY = ROOT / "cassettes" / "study-demo"
@@ -56,6 +57,8 @@ def test_a_person_rates_three_key_turns_and_the_audit_reports_them(serve, browse
     page.keyboard.press("Enter")
     page.wait_for_selector("#world_manager-err")
     assert "choose a score" in page.inner_text("#world_manager-err")
+    assert store.db["human_ratings"].count == 0
+    assert refusals(server.url + "rate") == REFUSED  # read as they come, never whole
     assert store.db["human_ratings"].count == 0
 
     for number, (judge, wm) in enumerate(SCORES, start=1):

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from ..agents.render import observation
 from .forms import Choices, check_turn
 from .game import Game, wait_for_change
-from .security import HEADERS, Guard, allowed_hosts, templates
+from .security import FORM_REFUSALS, HEADERS, Guard, allowed_hosts, read_form, templates
 from .view import visible_map
 
 SUBMIT_WAIT_S = 5.0  # a POST waits this long for the models before showing the waiting page
@@ -55,9 +55,9 @@ def play_app(game: Game, host: str = "127.0.0.1") -> Starlette:
         return render(request)
 
     async def submit(request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-            return render(request, notice="The form is too large; shorten the texts.", status=413)
-        data = await request.form()
+        data, status = await read_form(request, MAX_FORM_BYTES)
+        if data is None:
+            return render(request, notice=FORM_REFUSALS[status], status=status)
         problem = guard.problem(request, str(data.get("csrf", "")))
         if problem:
             return render(request, notice=f"Refused: {problem}. Reload the page and submit again.",

@@ -19,7 +19,7 @@ from ..agents.render import full_view
 from ..ratings import NOTE_LIMIT, SCORES, KeyTurn, rated, save_rating
 from ..store import Store
 from ..world import WorldState
-from .security import HEADERS, Guard, allowed_hosts, templates
+from .security import FORM_REFUSALS, HEADERS, Guard, allowed_hosts, read_form, templates
 
 MAX_FORM_BYTES = 20_000
 RUBRIC = {
@@ -113,9 +113,9 @@ def rate_app(store: Store, items: list[KeyTurn], rater: str, host: str = "127.0.
         return render(request, index)
 
     async def submit(request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-            return render(request, next_item(), notice="The form is too large; shorten the note.", status=413)
-        data = await request.form()
+        data, status = await read_form(request, MAX_FORM_BYTES)
+        if data is None:
+            return render(request, next_item(), notice=FORM_REFUSALS[status], status=status)
         form = {k: str(v) for k, v in data.items()}
         problem = guard.problem(request, form.get("csrf", ""))
         index = parse_index(form.get("item", ""))

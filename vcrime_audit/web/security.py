@@ -8,8 +8,10 @@ import hmac
 import secrets
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.datastructures import ImmutableMultiDict
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
@@ -69,6 +71,32 @@ class Guard:
         if new:
             response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/")
         return response
+
+
+FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 64
+FORM_REFUSALS = {400: "The form could not be read (not UTF-8, or too many fields).",
+                 413: "The form is too large; shorten the texts.",
+                 415: "Only this page's own form can be sent here."}
+
+
+async def read_form(request: Request, limit: int) -> tuple[ImmutableMultiDict | None, int]:
+    """The posted form and 200, or None and the status that refuses it (see
+    :data:`FORM_REFUSALS`): read as it arrives and refused past ``limit`` bytes whatever
+    Content-Length says (a chunked body has none), and only as our pages send it, URL-encoded
+    (a multipart body may hold files)."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != FORM_TYPE:
+        return None, 415
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None, 413
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:  # UnicodeDecodeError is one
+        return None, 400
+    return ImmutableMultiDict(pairs), 200
 
 
 def allowed_hosts(host: str) -> list[str]:
