@@ -222,7 +222,8 @@ def test_a_cassette_path_that_names_nothing_is_called_missing(tmp_path, name, su
     assert f"{missing}: no such cassette" in line, line
     verified = CliRunner().invoke(app, ["verify", str(missing)])
     assert verified.exit_code == 1, verified.output
-    assert f"cassette missing cassette {missing}: no such file" in verified.output, verified.output
+    assert f"cassette missing cassette {missing}: {missing}: no such cassette" in verified.output, \
+        verified.output
     assert not (tmp_path / "nothing").exists()
 
 

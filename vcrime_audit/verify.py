@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cassette import Cassette, CassetteError, CassetteMiss, RecordMode
+from .cassette import Cassette, CassetteError, CassetteMiss, NoSuchCassette, RecordMode
 from .cassette.persist import cassette_exists, journal_path
 from .collector import collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
@@ -380,8 +380,6 @@ class Verifier:
     def _cassette(self, path: Path) -> None:
         from .certify.run import replay_certification
 
-        if not cassette_exists(path):
-            return self._add(Verdict("cassette", str(path), MISSING, "no such file; fix: check the path"))
         try:
             cassette = Cassette(path, RecordMode.none, unread_requests=True)
             kind = cassette.meta.get("kind", "run")
@@ -396,6 +394,8 @@ class Verifier:
                 outcome = _played(replay_certification(path, self._scratch(path.name.split(".")[0])))
             else:
                 outcome, _ = _replay_in_memory(cassette, lambda scratch, run_id: None)
+        except NoSuchCassette as exc:
+            return self._add(Verdict("cassette", str(path), MISSING, _first_line(exc)))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("cassette", str(path), DIFFERS, _first_line(exc)))
         check = outcome.check

@@ -98,8 +98,10 @@ class _Endpoint:
         key = os.environ.get(self.options.api_key_env)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def timeout(self) -> httpx.Timeout:
-        return httpx.Timeout(self.options.timeout_s, connect=min(10.0, self.options.timeout_s))
+    def timeout(self, seconds: float | None = None) -> httpx.Timeout:
+        """httpx's timeouts (each read, the connection) of ``seconds``, by default ``options.timeout_s``."""
+        seconds = self.options.timeout_s if seconds is None else seconds
+        return httpx.Timeout(seconds, connect=min(10.0, seconds))
 
     def _whole_answer_timeout(self) -> httpx.ReadTimeout:
         return httpx.ReadTimeout(f"no whole answer within options.timeout_s ({self.options.timeout_s:g} s)")
@@ -114,7 +116,7 @@ class _Endpoint:
 
         async def whole() -> Answer:
             async with client.stream(method, url, json=body, headers=self.headers(),
-                                     timeout=httpx.Timeout(limit, connect=min(10.0, limit))) as response:
+                                     timeout=self.timeout(limit)) as response:
                 content = bytearray()
                 async for chunk in response.aiter_bytes():
                     _take(content, chunk, url)

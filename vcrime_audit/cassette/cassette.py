@@ -25,7 +25,7 @@ from ..backends.base import GenerateRequest, GenerateResult
 from ..canonical import to_plain
 from .call_records import check_call, check_keys, read_request
 from .diff import nearest
-from .errors import CassetteError, CassetteMiss, RecordedCallError
+from .errors import CassetteError, CassetteMiss, NoSuchCassette, RecordedCallError
 from .final_gzip import WrittenLines
 from .keys import REQUEST_HASHED, cassette_key
 from .lines import (
@@ -92,7 +92,7 @@ class Cassette:
         drop_empty_journal(self.path)
         existed = cassette_exists(self.path)
         if not existed and self.mode is RecordMode.none:
-            raise CassetteError(f"{self.path}: no such cassette (neither the file nor its journal "
+            raise NoSuchCassette(f"{self.path}: no such cassette (neither the file nor its journal "
                                 "exists); fix: check the path, or record it first (--record-mode once)")
         if existed and self.mode is RecordMode.all:
             journal_path(self.path).unlink(missing_ok=True)

@@ -14,6 +14,10 @@ class CassetteError(Exception):
     """A cassette file that cannot be used."""
 
 
+class NoSuchCassette(CassetteError):
+    """A replay-only cassette whose file and journal are both absent."""
+
+
 class CassetteMiss(Exception):
     """A request that the cassette does not hold, while recording is off."""
 

@@ -257,7 +257,7 @@ def drop_empty_journal(path: Path) -> None:
     header leaves one, and it records nothing (a job resumes as if it were absent)."""
     journal = journal_path(Path(path))
     try:
-        if b"\n" in read_regular(journal, 1 << 16)[:1 << 16]:
+        if b"\n" in read_regular(journal, (1 << 16) - 1):
             return
     except OSError:
         return
