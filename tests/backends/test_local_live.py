@@ -5,9 +5,10 @@ import asyncio
 import pytest
 
 from vcrime_audit.agents import attacker
-from vcrime_audit.backends.base import GenerateRequest
+from vcrime_audit.backends.base import GenerateRequest, Message
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay
+from vcrime_audit.scenario import initial_world, load_task
 
 pytest.importorskip("llama_cpp", reason="the local backend needs llama-cpp-python")
 pytestmark = pytest.mark.live
@@ -58,3 +59,36 @@ def test_one_backend_serves_concurrent_calls_across_event_loops(backend, demo_wo
     first = asyncio.run(two())
     second = asyncio.run(two())
     assert {r.text for r in first + second} == {first[0].text}
+
+
+def test_a_retry_gets_the_answer_it_gets_when_sent_first(backend, tiny_task):
+    """A retry's conversation begins with the first attempt's prompt and answer. llama-cpp-python
+    kept those tokens in its KV cache and evaluated only the rest; their cached values (each
+    generated token evaluated alone) differ from a fresh evaluation's (in one batch), so the retry
+    got another answer than when it was sent first: after a crash between the two attempts, in
+    ``check determinism``, or with another run's call in between. Here (with the cache kept, this
+    machine) the two answers were 52 and 43 characters long."""
+    from vcrime_audit.backends.local import LocalBackend
+
+    local, model = backend
+    world = initial_world(load_task(tiny_task)).shallow_copy({"turn": 1})
+    first = GenerateRequest(role="attacker", call="plan", model=model.name,
+                            messages=attacker.plan_messages(world),
+                            sampling=model.sampling_for("attacker", seed=1).model_copy(
+                                update={"max_tokens": 8}),
+                            output_schema=attacker.plan_schema())
+    answer = asyncio.run(local.generate(first))
+    assert answer.finish_reason == "length"
+    retry = first.model_copy(update={"attempt": 1, "sampling": first.sampling.model_copy(
+        update={"seed": 2, "max_tokens": 16}), "messages": [
+        *first.messages, Message(role="assistant", content=answer.text),
+        Message(role="user", content="That reply was not usable: output truncated at max_tokens. "
+                "Reply again with one JSON object that follows the schema.")]})
+    after_first = asyncio.run(local.generate(retry)).text
+    fresh = LocalBackend({model.name: model})
+    try:
+        sent_first = asyncio.run(fresh.generate(retry)).text
+    finally:
+        asyncio.run(fresh.aclose())
+    assert after_first == sent_first
+    assert local.fingerprint(model.name)["kv_cache"] == "emptied before each call"
