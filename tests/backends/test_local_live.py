@@ -91,4 +91,3 @@ def test_a_retry_gets_the_answer_it_gets_when_sent_first(backend, tiny_task):
     finally:
         asyncio.run(fresh.aclose())
     assert after_first == sent_first
-    assert local.fingerprint(model.name)["kv_cache"] == "emptied before each call"

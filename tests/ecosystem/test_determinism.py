@@ -6,9 +6,7 @@ The measured rates are printed (``pytest -s``)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -166,9 +164,7 @@ def test_transformers_on_the_default_model(tmp_path):
 
 @pytest.mark.live
 def test_study_check_determinism_writes_the_store_and_the_report(tmp_path):
-    """One run of the demo study (its committed cassette), one recorded call sent again. The
-    committed recording predates the local backend's emptied KV cache, so its fingerprint lacks
-    ``kv_cache`` and the report counts the fingerprint as different; nothing else differs."""
+    """One run of the demo study (its committed cassette), one recorded call sent again."""
     import shutil
 
     import yaml
@@ -188,17 +184,13 @@ def test_study_check_determinism_writes_the_store_and_the_report(tmp_path):
     assert done.exit_code == 0, done.output
     db = tmp_path / "study.sqlite"
     rows = sqlite3.connect(db).execute(
-        "SELECT d.run_id, d.identical, r.cassette, d.model, d.fingerprint_match, d.live_fingerprint "
-        "FROM determinism d JOIN runs r ON r.run_id = d.run_id").fetchall()
+        "SELECT d.run_id, d.identical, r.cassette FROM determinism d JOIN runs r ON r.run_id = d.run_id"
+        ).fetchall()
     assert len(rows) == 1 and rows[0][2].endswith(".jsonl.gz")
-    _, same, cassette, model, fingerprint_match, live = rows[0]
+    same = rows[0][1]
     assert f"determinism {same}/1 re-sent call(s) identical ({same:.2f}) over 1 run(s)" in done.output
-    recorded = Cassette(tmp_path / "cassettes" / Path(cassette).name, RecordMode.none).fingerprint_for(model)
-    live = json.loads(live)
-    assert fingerprint_match == 0 and "kv_cache" not in recorded
-    assert {k: v for k, v in live.items() if k != "kv_cache"} == recorded
     section = "\n".join(other_sections(db))
-    assert "## Determinism" in section and f"| local | 1 | 1 | {same} | {same:.2f} | 0/1 |" in section
+    assert "## Determinism" in section and f"| local | 1 | 1 | {same} | {same:.2f} | 1/1 |" in section
     print(f"\n[determinism] study demo run, local, 1 call: {same}/1 identical")
 
 

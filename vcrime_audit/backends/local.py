@@ -44,19 +44,20 @@ def weights_fingerprint(path: Path) -> dict[str, Any]:
     return {"file": path.name, "bytes": path.stat().st_size, "blake2b": file_blake2b(path)}
 
 
-KV_CACHE = "emptied before each call"
-"""llama-cpp-python keeps the previous call's tokens in the model's KV cache and evaluates only
-what follows the longest prefix they share. The cached tokens' values depend on how they were
-evaluated (a generated token alone, a prompt's in one batch), so an answer depended on the calls
-before it: a retry sent after the first attempt answered otherwise than the same retry sent first
-(a resumed run, ``check determinism``, or another run's call in between). Emptied, every request
-is evaluated from position 0, as in a fresh process: its answer depends on the request alone (for
-one build and CPU). ``tests/backends/test_local_live.py`` sends a retry both ways."""
-
-
 class LocalBackend:
     """One llama.cpp model per registry entry, loaded on first use; calls run one at a time, each
-    from an empty KV cache (:data:`KV_CACHE`)."""
+    from an empty KV cache.
+
+    llama-cpp-python keeps the previous call's tokens in the model's KV cache and evaluates only
+    what follows the longest prefix they share. The cached tokens' values depend on how they were
+    evaluated (a generated token alone, a prompt's in one batch), so an answer depended on the calls
+    before it: a retry sent after the first attempt answered otherwise than the same retry sent first
+    (a resumed run, ``check determinism``, or another run's call in between). Emptied, every request
+    is evaluated from position 0, as in a fresh process: its answer depends on the request alone (for
+    one build and CPU). ``tests/backends/test_local_live.py`` sends a retry both ways. Not part of
+    the fingerprint: answers to requests that begin with no earlier call's answer are the same either
+    way, and recordings made with the cache kept stay the record of what was answered then (a study
+    over them replays them; ``check determinism`` may find their retries answered otherwise now)."""
 
     name = "local"
 
@@ -82,7 +83,6 @@ class LocalBackend:
                 "grammar": "llama.cpp json-schema-to-gbnf", "revision": entry.revision,
                 "load_options": {**LLAMA_DEFAULTS, **entry.options.get("llama_cpp", {}),
                                  "n_ctx": entry.context_length, "use_extra_bufts": False},
-                "kv_cache": KV_CACHE,
             }
         return self._fingerprints[model]
 
