@@ -5,7 +5,8 @@ import asyncio
 import pytest
 
 from vcrime_audit.agents import attacker
-from vcrime_audit.backends.base import GenerateRequest, Message
+from vcrime_audit.agents.calling import retry_conversation
+from vcrime_audit.backends.base import GenerateRequest
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay
 from vcrime_audit.scenario import initial_world, load_task
@@ -66,8 +67,9 @@ def test_a_retry_gets_the_answer_it_gets_when_sent_first(backend, tiny_task):
     kept those tokens in its KV cache and evaluated only the rest; their cached values (each
     generated token evaluated alone) differ from a fresh evaluation's (in one batch), so the retry
     got another answer than when it was sent first: after a crash between the two attempts, in
-    ``check determinism``, or with another run's call in between. Here (with the cache kept, this
-    machine) the two answers were 52 and 43 characters long."""
+    ``check determinism``, or with another run's call in between. With the cache kept, here, the
+    retry began ``{"memory": "..."The plan to`` after its first attempt and ``{"memory": "...
+    "The plan to`` when sent first."""
     from vcrime_audit.backends.local import LocalBackend
 
     local, model = backend
@@ -79,11 +81,9 @@ def test_a_retry_gets_the_answer_it_gets_when_sent_first(backend, tiny_task):
                             output_schema=attacker.plan_schema())
     answer = asyncio.run(local.generate(first))
     assert answer.finish_reason == "length"
-    retry = first.model_copy(update={"attempt": 1, "sampling": first.sampling.model_copy(
-        update={"seed": 2, "max_tokens": 16}), "messages": [
-        *first.messages, Message(role="assistant", content=answer.text),
-        Message(role="user", content="That reply was not usable: output truncated at max_tokens. "
-                "Reply again with one JSON object that follows the schema.")]})
+    retry = first.model_copy(update={
+        "attempt": 1, "sampling": first.sampling.model_copy(update={"seed": 2, "max_tokens": 16}),
+        "messages": retry_conversation(first.messages, answer.text, "output truncated at max_tokens")})
     after_first = asyncio.run(local.generate(retry)).text
     fresh = LocalBackend({model.name: model})
     try:

@@ -96,7 +96,13 @@ async def call_structured(
             request=request))
         if parsed is not None:
             return parsed
-        conversation = [*messages, Message(role="assistant", content=result.text[:1500]),
-                        Message(role="user", content=f"That reply was not usable: {error}. "
-                                "Reply again with one JSON object that follows the schema.")]
+        conversation = retry_conversation(messages, result.text, error)
     raise ModelOutputError(role, call, model.name, MAX_ATTEMPTS, error)
+
+
+def retry_conversation(messages: list[Message], answer: str, error: str) -> list[Message]:
+    """What a retry sends: the first attempt's messages, its answer (cut at 1,500 characters) and
+    what was wrong with it."""
+    return [*messages, Message(role="assistant", content=answer[:1500]),
+            Message(role="user", content=f"That reply was not usable: {error}. "
+                    "Reply again with one JSON object that follows the schema.")]

@@ -55,9 +55,10 @@ class LocalBackend:
     (a resumed run, ``check determinism``, or another run's call in between). Emptied, every request
     is evaluated from position 0, as in a fresh process: its answer depends on the request alone (for
     one build and CPU). ``tests/backends/test_local_live.py`` sends a retry both ways. Not part of
-    the fingerprint: answers to requests that begin with no earlier call's answer are the same either
-    way, and recordings made with the cache kept stay the record of what was answered then (a study
-    over them replays them; ``check determinism`` may find their retries answered otherwise now)."""
+    the fingerprint: requests that hold no earlier answer were answered the same either way in
+    every check here (the committed demo run's determinism check, the crash-resume tests), and
+    recordings made with the cache kept stay the record of what was answered then (a study over
+    them replays them; ``check determinism`` may find their retries answered otherwise now)."""
 
     name = "local"
 
