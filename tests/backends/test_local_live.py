@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from vcrime_audit.agents import attacker
-from vcrime_audit.agents.calling import retry_conversation
+from vcrime_audit.agents.calling import attempt_sampling, retry_conversation
 from vcrime_audit.backends.base import GenerateRequest
 from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay
@@ -82,7 +82,7 @@ def test_a_retry_gets_the_answer_it_gets_when_sent_first(backend, tiny_task):
     answer = asyncio.run(local.generate(first))
     assert answer.finish_reason == "length"
     retry = first.model_copy(update={
-        "attempt": 1, "sampling": first.sampling.model_copy(update={"seed": 2, "max_tokens": 16}),
+        "attempt": 1, "sampling": attempt_sampling(first.sampling, 1),
         "messages": retry_conversation(first.messages, answer.text, "output truncated at max_tokens")})
     after_first = asyncio.run(local.generate(retry)).text
     fresh = LocalBackend({model.name: model})

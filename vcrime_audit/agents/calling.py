@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..backends.base import GenerateRequest, Message, ModelBackend
 from ..jsonparse import parse_json
-from ..models import ModelEntry
+from ..models import ModelEntry, Sampling
 
 T = TypeVar("T", bound=BaseModel)
 MAX_ATTEMPTS = 3
@@ -82,8 +82,7 @@ async def call_structured(
     conversation = list(messages)
     error = ""
     for attempt in range(MAX_ATTEMPTS):
-        sampling = base if attempt == 0 else base.model_copy(update={
-            "seed": base.seed + attempt, "max_tokens": base.max_tokens * (1 + attempt)})
+        sampling = attempt_sampling(base, attempt)
         request = GenerateRequest(role=role, call=call, model=model.name, messages=conversation,
                                   sampling=sampling, output_schema=schema, attempt=attempt)
         result = await backend.generate(request)
@@ -98,6 +97,14 @@ async def call_structured(
             return parsed
         conversation = retry_conversation(messages, result.text, error)
     raise ModelOutputError(role, call, model.name, MAX_ATTEMPTS, error)
+
+
+def attempt_sampling(base: Sampling, attempt: int) -> Sampling:
+    """An attempt's sampling: a retry takes the next seed and room for a longer answer."""
+    if attempt == 0:
+        return base
+    return base.model_copy(update={"seed": base.seed + attempt,
+                                   "max_tokens": base.max_tokens * (1 + attempt)})
 
 
 def retry_conversation(messages: list[Message], answer: str, error: str) -> list[Message]:

@@ -3,12 +3,12 @@
 Each call goes to the healthy server with the fewest calls in flight (ties: the first listed, so
 a run's consecutive calls stay on one server and reuse its prompt cache; on a server that reuses
 it, an answer can depend on the calls before it there: README, "Does a backend reproduce its own
-recording?"). A server whose request
-fails (no connection, a reset, HTTP 5xx) is taken out and the call is retried on another one at
-once; a server taken out is probed again (``GET /models``, which must still list the pool's
-model) after a backoff that doubles with each failure, from ``options.backoff_s`` up to
-``options.max_backoff_s``, and comes back when the probe succeeds. A call fails only when every
-attempt of its budget failed: ``(options.max_retries + 1)`` x the number of servers.
+recording?"). A server whose request fails (no connection, a reset, HTTP 5xx) is taken out and
+the call is retried on another one at once; a server taken out is probed again (``GET /models``,
+which must still list the pool's model) after a backoff that doubles with each failure, from
+``options.backoff_s`` up to ``options.max_backoff_s``, and comes back when the probe succeeds. A
+call fails only when every attempt of its budget failed: ``(options.max_retries + 1)`` x the
+number of servers.
 """
 
 from __future__ import annotations
