@@ -278,16 +278,20 @@ class Recorder:
 
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final
-        fields, then the final cassette; the check compares with the summary held before."""
+        fields, then the final cassette; the check compares with the summary held before. A
+        replay's checkpoint runs behind it (:meth:`Store.checkpoint_behind`): the next job plays
+        meanwhile."""
         recorded = self.cassette.summary
         if self.cassette.recording:
             self.cassette.close_with_summary(summary)
             kill_point("summary")
         self._update({**fields, "writer": None, "finished_at": now()})
-        self.store.checkpoint()
         if self.cassette.recording:
+            self.store.checkpoint()
             kill_point("finish")
             self.cassette.finalise()
+        else:
+            self.store.checkpoint_behind()
         self._release()
         return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
                            self.cassette.recording, summary)

@@ -1,3 +1,4 @@
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -163,3 +164,64 @@ def test_stores_in_memory_are_made_on_any_thread_with_the_schema_a_file_gets(tmp
 def test_sqlites_memory_name_is_refused_as_a_store_path(path):
     with pytest.raises(StoreError, match=r"^:memory:: .*lose every row.*; fix: give the store a file"):
         Store(path)
+
+
+def _turns_in_file_alone(path: Path, copy: Path) -> list[int] | None:
+    """The turns a copy of the store file without its write-ahead log holds (None: not even
+    the table)."""
+    copy.write_bytes(path.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'turns'").fetchall():
+            return None
+        return [turn for (turn,) in conn.execute("SELECT turn FROM turns ORDER BY turn")]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_a_checkpoint_behind_folds_the_log_into_the_file_on_the_writer_thread(tmp_path, demo_world,
+                                                                              behind):
+    path = tmp_path / "s.sqlite"
+    store = Store(path)
+    store.start_run(RUN)
+    for turn in (1, 2):
+        store.commit_turn("r1", record(demo_world, turn), "j")
+    keeps_log = sqlite3.connect(path)  # store.close() is then not the last: it folds nothing in
+    keeps_log.execute("SELECT 1 FROM turns").fetchall()
+    try:
+        if behind:
+            store.checkpoint_behind()
+            (pages,) = store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()
+            assert pages == 16384
+        store.close()
+        assert _turns_in_file_alone(path, tmp_path / "copy.sqlite") == ([1, 2] if behind else None)
+    finally:
+        keeps_log.close()
+
+
+def test_a_failed_checkpoint_behind_is_raised_by_the_next_one_and_by_close(tmp_path, demo_world,
+                                                                           monkeypatch):
+    store = Store(tmp_path / "s.sqlite")
+    store.start_run(RUN)
+    store.commit_turn("r1", record(demo_world, 1), "j")
+
+    def full_disk(_store: Store) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "checkpoint", full_disk)
+    store.checkpoint_behind()
+    asyncio.run(store.read_off_loop(lambda _s: None))  # the writer thread has run it
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.checkpoint_behind()
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        store.db.conn.execute("SELECT 1")
+
+
+def test_a_store_in_memory_has_no_log_to_checkpoint_behind():
+    store = Store.in_memory()
+    store.checkpoint_behind()
+    assert store._writer is None
+    store.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,7 +41,11 @@ class StoreWriter:
     async def commit(self, write: Callable[[Store], T], transaction: bool = True) -> T:
         """Run ``write(store)`` (in one transaction unless ``transaction`` is false) on the
         writer thread; returns its value once committed."""
-        return await asyncio.wrap_future(self._pool.submit(self._transaction, write, transaction))
+        return await asyncio.wrap_future(self.submit(write, transaction))
+
+    def submit(self, write: Callable[[Store], T], transaction: bool = True) -> Future[T]:
+        """:meth:`commit` from code outside an event loop, not waited for."""
+        return self._pool.submit(self._transaction, write, transaction)
 
     def _close(self) -> None:
         if self._store is not None:
