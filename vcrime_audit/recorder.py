@@ -279,8 +279,7 @@ class Recorder:
     def finish(self, fields: dict[str, Any], summary: dict[str, Any], hash_field: str) -> ReplayCheck:
         """Write the summary (its ``hash_field`` and ``rows`` digest included), the job's final
         fields, then the final cassette; the check compares with the summary held before. A
-        replay's checkpoint runs behind it (:meth:`Store.checkpoint_behind`): the next job plays
-        meanwhile."""
+        replay's checkpoint may run behind it (:meth:`Store.fold_jobs_behind`)."""
         recorded = self.cassette.summary
         if self.cassette.recording:
             self.cassette.close_with_summary(summary)
@@ -291,7 +290,7 @@ class Recorder:
             kill_point("finish")
             self.cassette.finalise()
         else:
-            self.store.checkpoint_behind()
+            self.store.job_replayed()
         self._release()
         return ReplayCheck(hash_field, summary[hash_field], summary["rows"], recorded,
                            self.cassette.recording, summary)

@@ -196,6 +196,7 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
     take = take or in_order(len(pending))
     inputs = EpisodeInputs()
     try:
+        store.fold_jobs_behind()
         prepare_default_lexicon()
         if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
             for task in sorted({c.task for c in pending}):

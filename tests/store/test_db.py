@@ -180,29 +180,43 @@ def _turns_in_file_alone(path: Path, copy: Path) -> list[int] | None:
 
 
 @pytest.mark.parametrize("behind", [False, True])
-def test_a_checkpoint_behind_folds_the_log_into_the_file_on_the_writer_thread(tmp_path, demo_world,
-                                                                              behind):
+def test_a_replayed_jobs_checkpoint_folds_the_log_into_the_file_in_place_or_behind(
+        tmp_path, demo_world, behind):
     path = tmp_path / "s.sqlite"
     store = Store(path)
-    store.start_run(RUN)
-    for turn in (1, 2):
-        store.commit_turn("r1", record(demo_world, turn), "j")
     keeps_log = sqlite3.connect(path)  # store.close() is then not the last: it folds nothing in
-    keeps_log.execute("SELECT 1 FROM turns").fetchall()
     try:
         if behind:
-            store.checkpoint_behind()
+            store.fold_jobs_behind()
             (pages,) = store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()
             assert pages == 16384
-        store.close()
-        assert _turns_in_file_alone(path, tmp_path / "copy.sqlite") == ([1, 2] if behind else None)
+        store.start_run(RUN)
+        for turn in (1, 2):
+            store.commit_turn("r1", record(demo_world, turn), "j")
+        keeps_log.execute("SELECT 1 FROM turns").fetchall()
+        assert _turns_in_file_alone(path, tmp_path / "before.sqlite") is None
+        store.job_replayed()
+        if not behind:  # in place: the copy holds the job at once
+            assert _turns_in_file_alone(path, tmp_path / "after.sqlite") == [1, 2]
+        store.close()  # waits for the checkpoint behind
+        assert _turns_in_file_alone(path, tmp_path / "closed.sqlite") == [1, 2]
+        assert store._writer is None
     finally:
         keeps_log.close()
+
+
+def test_a_store_whose_jobs_are_not_folded_behind_never_starts_a_writer_thread(tmp_path, demo_world):
+    store = Store(tmp_path / "s.sqlite")
+    store.start_run(RUN)
+    store.job_replayed()
+    assert store._writer is None
+    store.close()
 
 
 def test_a_failed_checkpoint_behind_is_raised_by_the_next_one_and_by_close(tmp_path, demo_world,
                                                                            monkeypatch):
     store = Store(tmp_path / "s.sqlite")
+    store.fold_jobs_behind()
     store.start_run(RUN)
     store.commit_turn("r1", record(demo_world, 1), "j")
 
@@ -210,18 +224,19 @@ def test_a_failed_checkpoint_behind_is_raised_by_the_next_one_and_by_close(tmp_p
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(Store, "checkpoint", full_disk)
-    store.checkpoint_behind()
+    store.job_replayed()
     asyncio.run(store.read_off_loop(lambda _s: None))  # the writer thread has run it
     with pytest.raises(sqlite3.OperationalError, match="disk is full"):
-        store.checkpoint_behind()
+        store.job_replayed()
     with pytest.raises(sqlite3.OperationalError, match="disk is full"):
         store.close()
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         store.db.conn.execute("SELECT 1")
 
 
-def test_a_store_in_memory_has_no_log_to_checkpoint_behind():
+def test_a_store_in_memory_has_no_log_to_fold_behind():
     store = Store.in_memory()
-    store.checkpoint_behind()
+    store.fold_jobs_behind()
+    store.job_replayed()
     assert store._writer is None
     store.close()

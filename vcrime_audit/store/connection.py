@@ -9,10 +9,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from .migrations import migrate
 from .schema import schema_problems
+from .sqlite_utils_without_numpy import sqlite_utils
 
 BUSY_TIMEOUT_S = 30.0
 IN_MEMORY = ":memory:"

@@ -20,14 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import sqlite_utils
-
 from .. import __version__
 from ..canonical import rows_content_hash
 from ..regular_files import not_regular
 from .connection import IN_MEMORY, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
+from .sqlite_utils_without_numpy import sqlite_utils
 
 if TYPE_CHECKING:  # the store writes what the engine returns; it never runs the engine
     from ..engine import TurnRecord
@@ -48,8 +47,8 @@ ROW_ORDER = {"turns": "turn", "calls": "turn, seq", "judgments": "turn, judge", 
 
 
 BEHIND_AUTOCHECKPOINT_PAGES = 16384
-"""Pages (of 4 KiB: 64 MiB) in the write-ahead log before a connection whose checkpoints run
-behind (:meth:`Store.checkpoint_behind`) folds it in itself, on the thread that commits."""
+"""Pages (of 4 KiB: 64 MiB) in the write-ahead log before a connection whose jobs' checkpoints run
+behind (:meth:`Store.fold_jobs_behind`) folds it in itself, on the thread that commits."""
 
 
 class StoreError(Exception):
@@ -79,6 +78,7 @@ class Store:
         self.readonly = readonly
         self._writer: StoreWriter | None = None
         self._behind: Future[None] | None = None
+        self._jobs_behind = False
         if "\x00" in str(path):
             raise StoreError(f"{str(path)!r}: a store path cannot hold a NUL character; fix: give "
                              "the store a file path such as runs/store.sqlite")
@@ -147,7 +147,7 @@ class Store:
 
     def close(self) -> None:
         """Close the connection(s); the last one to close folds the write-ahead log into the file.
-        Waits for a checkpoint sent behind (:meth:`checkpoint_behind`) and raises what it raised."""
+        Waits for a checkpoint sent behind (:meth:`fold_jobs_behind`) and raises what it raised."""
         try:
             if self._writer is not None:
                 self._writer.close()
@@ -251,25 +251,33 @@ class Store:
         if not self.readonly:
             self.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    def checkpoint_behind(self) -> None:
-        """:meth:`checkpoint` on the writer thread, after what was sent to it before, not waited
-        for: a replay plays its next run meanwhile. A checkpoint waits for two fsyncs (the log's,
-        then the file's); in place, after every run and every 1000 pages, they held each worker
-        of ``study --replay --processes 2`` on the 960-run grid blocked for 1.6-1.7 s, ~5 % of
-        its wall time (``perf trace -s``). Raises what the previous one raised; :meth:`close`
-        waits for the last.
+    def fold_jobs_behind(self) -> None:
+        """From now on, a replayed job's checkpoint (:meth:`job_replayed`) runs on the writer
+        thread, after what was sent to it before, and is not waited for: the next job plays
+        meanwhile. For an owner that plays many jobs into this store and closes it when done
+        (``study``'s ``play_runs``): :meth:`close` waits for the last checkpoint and raises what
+        it raised, so a copy of the file alone holds every run once the store is closed (and a
+        finished run once its checkpoint has run). A checkpoint waits for two fsyncs (the log's,
+        then the file's); in place, after every run and every 1000 pages of log, they held each
+        worker of ``study --replay --processes 2`` on the 960-run grid blocked for 1.6-1.7 s,
+        ~5 % of its wall time (``perf trace -s``).
 
-        From the first, this connection's own checkpoint (SQLite's, on the thread that commits)
-        waits for :data:`BEHIND_AUTOCHECKPOINT_PAGES` in the log, not 1000: the log is folded
-        behind each run, and the bound holds should that fall behind. A store in memory has no
-        log: nothing to do."""
-        if self.readonly or self._memory:
+        This connection's own checkpoint (SQLite's, on the thread that commits) then waits for
+        :data:`BEHIND_AUTOCHECKPOINT_PAGES` of log, not 1000: the log is folded behind each job,
+        and the bound holds should that fall behind. A store in memory has no log."""
+        if self.readonly or self._memory or self._jobs_behind:
+            return
+        self.db.conn.execute(f"PRAGMA wal_autocheckpoint={BEHIND_AUTOCHECKPOINT_PAGES}")
+        self._jobs_behind = True
+
+    def job_replayed(self) -> None:
+        """The checkpoint after a replayed job: in place (:meth:`checkpoint`), or behind it
+        (:meth:`fold_jobs_behind`); raises what the previous one behind raised."""
+        if not self._jobs_behind:
+            self.checkpoint()
             return
         self._raise_behind()
-        writer = self._writer_thread()
-        if self._behind is None:
-            self.db.conn.execute(f"PRAGMA wal_autocheckpoint={BEHIND_AUTOCHECKPOINT_PAGES}")
-        self._behind = writer.submit(Store.checkpoint, transaction=False)
+        self._behind = self._writer_thread().submit(Store.checkpoint, transaction=False)
 
     def _raise_behind(self) -> None:
         behind = self._behind

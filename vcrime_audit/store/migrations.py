@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-import sqlite_utils
+from .sqlite_utils_without_numpy import sqlite_utils
 
 
 def m001_runs_turns_calls(db: sqlite_utils.Database) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
-import sqlite_utils
-
 from .migrations import MIGRATIONS, applied_migrations
 from .snapshot import migration_names, snapshot_columns
+from .sqlite_utils_without_numpy import sqlite_utils
 
 
 @lru_cache(maxsize=8)

@@ -11,9 +11,8 @@ import sqlite3
 from functools import lru_cache
 from pathlib import Path
 
-import sqlite_utils
-
 from .migrations import MIGRATIONS
+from .sqlite_utils_without_numpy import sqlite_utils
 
 SNAPSHOT_FILE = Path(__file__).with_name("schema.sql")
 SEPARATOR = ";\n"
