@@ -8,13 +8,13 @@ instructions it executes hardly moves (±1 % between repeats): it counts work, n
 host does it. What it misses is memory: a change that makes fewer instructions wait longer for
 memory counts as a gain here, so give the seconds too before calling a change faster.
 
-Each count is taken in a fresh ``python`` under ``valgrind --tool=cachegrind --cache-sim=no``
-(~25 times slower than without) with ``PYTHONHASHSEED=0``: once with one replay (imports,
-first-use work and the warm-up), once with that replay and ``--runs`` more; the difference,
-divided by ``--runs``, is a replay's count. A replay here is what ``verify`` does per run, but read the
-store's own rows: the run cassette loaded, replayed into a store in memory
-(``verify._replay_in_memory``), checked identical to its recording, and the rows it derived
-read as verify reads them to compare.
+Each count is taken in a fresh ``python`` under ``valgrind --tool=cachegrind --cache-sim=no`` (~25
+times slower than without) with ``PYTHONHASHSEED=0``: once with one replay (imports, first-use work
+and the warm-up), once with that replay and ``--runs`` more, spread across the corpus; the
+difference, divided by ``--runs``, is a replay's count. A replay here is what ``verify`` does per
+run, but read the store's own rows: the run cassette loaded, replayed into a store in memory
+(``verify._replay_in_memory``), checked identical to its recording, and the rows it derived read as
+verify reads them to compare.
 
 CORPUS is a folder of run cassettes (``CORPUS/cassettes/*.jsonl.gz``, else any ``*.jsonl.gz`` under it;
 default: the committed ``cassettes/``). ``--against DIR`` counts DIR's code too (another
@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("error: valgrind is not installed; fix: apt-get install -y valgrind")
-    from bench_replay_layers import run_cassettes
+    from bench_replay_layers import evenly_spaced, run_cassettes
 
     from vcrime_audit import native
     from vcrime_audit.cassette import Cassette, RecordMode
@@ -103,7 +103,7 @@ def main() -> None:
     if len(runs) < 2:
         raise SystemExit(f"error: {args.corpus}: fewer than 2 run cassettes; fix: record a corpus with "
                          "benchmarks/make_study.py --out DIR --attackers 1 --seeds 3")
-    measured = runs[1:1 + args.runs]
+    measured = evenly_spaced(runs[1:], args.runs)
     calls = sum(len(Cassette(p, RecordMode.none).calls) for p in measured) / len(measured)
     variants = [(str(ROOT), ROOT, native.enabled())]
     if args.pure:
@@ -113,7 +113,8 @@ def main() -> None:
     print(f"{len(measured)} replays of {args.corpus} ({calls:.0f} calls each on average), counted by "
           f"valgrind (PYTHONHASHSEED=0); {native.summary()}:")
     with ThreadPoolExecutor(len(variants)) as pool:
-        counts = list(pool.map(lambda v: per_replay(v[1], runs, len(measured), v[2]), variants))
+        played = [runs[0], *measured]  # the warm-up, then the measured replays
+        counts = list(pool.map(lambda v: per_replay(v[1], played, len(measured), v[2]), variants))
     for (label, _, _), instructions in zip(variants, counts, strict=True):
         print(f"  {label:40} {instructions / 1e6:8.1f} M instructions a replay "
               f"({instructions / calls / 1e3:.0f} k a call)")
