@@ -7,8 +7,8 @@ e.g. one ``benchmarks/make_study.py --out /tmp/c120 --attackers 1 --seeds 3`` re
 the committed ``cassettes/`` (the demo runs). ``--runs`` run cassettes, evenly spaced in name
 order (others, such as certifications, are left out), are played in this process, each layer
 timed apart, in CPU time of this process, best of ``--rounds``. Spaced, not the first ones: names
-sort by task, and a grid's first 20 are all one map's (aircraft, whose small world made the 960-run
-projection 53 s where every 48th run gives 57 s).
+sort by task, and a grid's first 20 are all one map's (aircraft, whose small worlds projected the
+960-run re-check at 53 s; 20 spread across the grid projected 57-61 s, and it took 65.6-66.6 s).
 
 - read: reading, decompressing and parsing the file with the standard library (issue 12's
   "limit": the speed of the cassette's own data);
