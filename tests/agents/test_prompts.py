@@ -1,10 +1,12 @@
 """Every prompt template, rendered on a fixed world, is pinned by a syrupy snapshot."""
 
 import pytest
+from pydantic import ValidationError
 
 from vcrime_audit.agents import attacker, judge, world_manager
 from vcrime_audit.agents.attacker import Action
-from vcrime_audit.agents.prompting import template_names
+from vcrime_audit.agents.prompting import render, template_names
+from vcrime_audit.backends.base import Message
 from vcrime_audit.patch import PHASES
 
 ACTION = Action(actor="jo", verb="move", description="Jo walks through the open gate into the car park.",
@@ -56,3 +58,17 @@ def test_schemas_snapshot(world, snapshot):
                "assess": judge.assess_schema()}
     schemas.update({p: world_manager.phase_schema(world, p) for p in PHASES})
     assert schemas == snapshot
+
+
+def test_system_message_is_made_once_and_is_the_template_text(world):
+    calls = rendered(world)
+    wm = [calls[f"world_manager.{p}"][0] for p in PHASES]
+    assert all(m is wm[0] for m in wm)  # one frozen message shared by every phase's request
+    assert attacker.plan_messages(world)[0] is attacker.act_messages(world)[0]
+    for call, template, constants in [("attacker.plan", "attacker_system", {}),
+                                      ("judge.assess", "judge_system", {"dimensions": judge.DIMENSIONS}),
+                                      ("world_manager.events", "wm_system", {})]:
+        first = calls[call][0]
+        assert first == Message(role="system", content=render(template, **constants))
+        with pytest.raises(ValidationError):  # frozen: no caller can change the shared one
+            first.content = "changed"

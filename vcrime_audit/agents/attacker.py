@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..backends.base import Message
 from ..world import WorldState
-from .prompting import render
+from .prompting import render, system_message
 from .render import observation, visible_ids
 from .schema import KeptSchemas, decoding_schema, restrict
 
@@ -38,12 +38,12 @@ def _context(world: WorldState) -> dict[str, Any]:
 
 
 def plan_messages(world: WorldState) -> list[Message]:
-    return [Message(role="system", content=render("attacker_system")),
+    return [system_message("attacker_system"),
             Message(role="user", content=render("attacker_plan", **_context(world)))]
 
 
 def act_messages(world: WorldState) -> list[Message]:
-    return [Message(role="system", content=render("attacker_system")),
+    return [system_message("attacker_system"),
             Message(role="user", content=render("attacker_act", **_context(world)))]
 
 

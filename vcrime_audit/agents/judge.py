@@ -11,7 +11,7 @@ from ..backends.base import Message
 from ..float_sum import sequential_sum
 from ..world import WorldState
 from .attacker import Action
-from .prompting import render, render_constant
+from .prompting import render, system_message
 from .render import full_view
 from .schema import decoding_schema, restrict
 
@@ -58,7 +58,7 @@ class JudgeOutput(_Strict):
 
 def assess_messages(world: WorldState, action: Action) -> list[Message]:
     actor = world.members[action.actor]
-    return [Message(role="system", content=render_constant("judge_system", dimensions=DIMENSIONS)),
+    return [system_message("judge_system", dimensions=DIMENSIONS),
             Message(role="user", content=render(
                 "judge_assess", world=full_view(world), action=action, actor=actor))]
 

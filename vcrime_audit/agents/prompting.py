@@ -8,6 +8,8 @@ from typing import Any
 
 import jinja2
 
+from ..backends.base import Message
+
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
 
@@ -45,6 +47,18 @@ def render_constant(template: str, **constants: Any) -> str:
 @lru_cache(maxsize=64)
 def _render_constant(env: jinja2.Environment, template: str, constants: tuple[tuple[str, Any], ...]) -> str:
     return _template(env, template).render(**dict(constants)).strip()
+
+
+def system_message(template: str, **constants: Any) -> Message:
+    """The system message of :func:`render_constant`'s text, made once per template folder and
+    shared (a message is frozen): an agent's system prompt is the same on every call."""
+    return _system_message(environment(), template, tuple(constants.items()))
+
+
+@lru_cache(maxsize=64)
+def _system_message(env: jinja2.Environment, template: str,
+                    constants: tuple[tuple[str, Any], ...]) -> Message:
+    return Message(role="system", content=_render_constant(env, template, constants))
 
 
 def template_names() -> list[str]:

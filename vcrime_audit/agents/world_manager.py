@@ -20,7 +20,7 @@ from ..patch import (
 )
 from ..world import WorldState
 from .attacker import Action
-from .prompting import render
+from .prompting import render, system_message
 from .render import full_view
 from .schema import KeptSchemas, decoding_schema, restrict
 
@@ -117,7 +117,7 @@ def _phase_schema(world: WorldState, phase: str) -> dict[str, Any]:
 
 def phase_messages(world: WorldState, phase: str, action: Action, outcome: dict[str, Any],
                    earlier: list[str]) -> list[Message]:
-    return [Message(role="system", content=render("wm_system")),
+    return [system_message("wm_system"),
             Message(role="user", content=render(
                 f"wm_{phase}", world=full_view(world), action=action, outcome=outcome,
                 earlier=earlier, due_events=due_events(world),
