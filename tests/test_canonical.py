@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vcrime_audit import canonical
 from vcrime_audit.canonical import (
     _lock_contended,
     blake2b_hex,
@@ -179,6 +180,17 @@ def test_blake2b_whole_or_in_pieces_is_hashlibs_blake2b(other_thread, data, size
     assert _hashes(data, size) == _expected(data, size)
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(_hashes, data, size).result() == _expected(data, size)
+
+
+@pytest.mark.parametrize("counted_by", ["threading's own table", "threading.active_count"])
+def test_only_the_main_thread_beside_another_counts_as_contended(other_thread, monkeypatch, counted_by):
+    """The thread count is read from threading's table of started threads, or counted by
+    ``active_count`` where a Python has no such table: the same answer on each thread."""
+    if counted_by == "threading.active_count":
+        monkeypatch.setattr(canonical, "_STARTED_THREADS", None)
+    assert threading.current_thread() is threading.main_thread() and _lock_contended()
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(_lock_contended).result() is False
 
 
 def test_the_main_thread_alone_hashes_whole_and_alike():

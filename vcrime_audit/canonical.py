@@ -194,14 +194,21 @@ GIL_KEPT_BYTES = 2047
 lock back can wait for the store's writer thread (up to the 5 ms switch interval); fed in pieces
 under that size, the hash keeps the lock (~1 us more for 18 KB). Other threads (the writer)
 hash at once and let the loop run meanwhile, and so does a process with no other thread."""
-_MAIN_THREAD = threading.main_thread()
+_MAIN_THREAD_ID = threading.main_thread().ident
+_STARTED_THREADS: dict[int, threading.Thread] | None = getattr(threading, "_active", None)
+"""The threads started and not yet ended, by id: ``threading.active_count()`` counts them, and
+those being started, under a lock (~0.2 us, several times a call); their number alone is read
+here where this Python keeps it."""
 
 
 def _lock_contended() -> bool:
     """Whether letting go of the interpreter lock to hash may cost the main thread: only on the
     main thread, with another Python thread alive to take the lock (a replay or ``verify``
-    worker has none; fed whole, its 14 KB requests hash in ~17 against ~21 us)."""
-    return threading.active_count() > 1 and threading.current_thread() is _MAIN_THREAD
+    worker has none; fed whole, its 14 KB requests hash in ~17 against ~21 us). A thread still
+    starting (for a moment in ``threading._limbo``) is not counted: this chooses how to hash,
+    never what the hash is."""
+    others = (len(_STARTED_THREADS) if _STARTED_THREADS is not None else threading.active_count()) > 1
+    return others and threading.get_ident() == _MAIN_THREAD_ID
 
 
 def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
