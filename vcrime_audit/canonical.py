@@ -207,8 +207,10 @@ def _lock_contended() -> bool:
     worker has none; fed whole, its 14 KB requests hash in ~17 against ~21 us). A thread still
     starting (for a moment in ``threading._limbo``) is not counted: this chooses how to hash,
     never what the hash is."""
-    others = (len(_STARTED_THREADS) if _STARTED_THREADS is not None else threading.active_count()) > 1
-    return others and threading.get_ident() == _MAIN_THREAD_ID
+    if threading.get_ident() != _MAIN_THREAD_ID:
+        return False
+    started = len(_STARTED_THREADS) if _STARTED_THREADS is not None else threading.active_count()
+    return started > 1
 
 
 def blake2b_hex(data: str | bytes, digest_size: int = 16) -> str:
