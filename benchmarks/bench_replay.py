@@ -13,7 +13,9 @@ Per cassette (default: the committed demo cassettes):
   leaves alive (the memos, the modules) made the same read take 15-27 ms in one process;
 - ratio = limit / replay, i.e. replay speed as a share of the speed of its own data (issue 12's
   target is >= 20 %), in wall time and in CPU time of this process (CPU time leaves out waiting
-  for the disk and for other processes on a shared machine).
+  for the disk and for other processes on a shared machine): best against best, and the median
+  of each round's own ratio. The three are measured in turn within each of ``--repeats`` rounds,
+  so that a round's figures share the host's speed of the moment.
 ``--profile`` adds the top functions of one profiled replay into a store with tables (cProfile,
 by own time and by cumulative time), each marked with the layer it belongs to.
 """
@@ -28,6 +30,7 @@ import gzip
 import json
 import pstats
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -104,23 +107,34 @@ def profile(path: Path, template: Path, top: int = 15) -> None:
 
 
 def measure(path: Path, repeats: int, with_profile: bool) -> None:
+    """``repeats`` rounds, each the limit, a replay into a new store and one into a store whose
+    tables exist, one after the other: this host's speed drifts by 10-40 % within minutes, so each
+    round's three figures are taken at one speed. Printed: each figure's best over the rounds and
+    their ratio, and the median of the rounds' own ratios."""
     calls = len(Cassette(path, RecordMode.none).calls)
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template.sqlite"
         Store(template).db.conn.close()
-        runs = [replay_once(path) for _ in range(repeats)]
-        warm = [replay_once(path, template) for _ in range(repeats)]
-        limits = [read_limit(path) for _ in range(repeats)]
+        limits: list[tuple[float, float]] = []
+        runs: list[tuple[float, float, int]] = []
+        warm: list[tuple[float, float, int]] = []
+        for _ in range(repeats):
+            limits.append(read_limit(path))
+            runs.append(replay_once(path))
+            warm.append(replay_once(path, template))
         limit, limit_cpu = min(w for w, _ in limits), min(c for _, c in limits)
         turns = runs[0][2]
         print(f"{path.name}: {calls} calls, {turns} turns, {path.stat().st_size / calls:.0f} bytes/call; "
               f"read+decompress+parse {1000 * limit:.2f} ms wall, {1000 * limit_cpu:.2f} ms CPU "
-              f"(best of {repeats}); {load_average()}; {code_state()}")
+              f"(best of {repeats} rounds); {load_average()}; {code_state()}")
         for title, results in (("into a new store", runs), ("into a store whose tables exist", warm)):
             best, best_cpu = min(r[0] for r in results), min(r[1] for r in results)
+            rounds = statistics.median(lim[0] / r[0] for lim, r in zip(limits, results, strict=True))
+            rounds_cpu = statistics.median(lim[1] / r[1] for lim, r in zip(limits, results, strict=True))
             print(f"  replay {title}: {1000 * best:.1f} ms wall ({turns / best:.1f} turns/s), "
                   f"{1000 * best_cpu:.1f} ms CPU; replay/limit ratio {100 * limit / best:.2f} % wall, "
-                  f"{100 * limit_cpu / best_cpu:.2f} % CPU")
+                  f"{100 * limit_cpu / best_cpu:.2f} % CPU (best against best); median of the rounds' "
+                  f"ratios {100 * rounds:.2f} % wall, {100 * rounds_cpu:.2f} % CPU")
         if with_profile:
             profile(path, template)
 
