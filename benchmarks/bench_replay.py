@@ -129,8 +129,8 @@ def measure(path: Path, repeats: int, with_profile: bool) -> None:
               f"(best of {repeats} rounds); {load_average()}; {code_state()}")
         for title, results in (("into a new store", runs), ("into a store whose tables exist", warm)):
             best, best_cpu = min(r[0] for r in results), min(r[1] for r in results)
-            rounds = statistics.median(lim[0] / r[0] for lim, r in zip(limits, results, strict=True))
-            rounds_cpu = statistics.median(lim[1] / r[1] for lim, r in zip(limits, results, strict=True))
+            paired = list(zip(limits, results, strict=True))
+            rounds, rounds_cpu = (statistics.median(lim[i] / r[i] for lim, r in paired) for i in (0, 1))
             print(f"  replay {title}: {1000 * best:.1f} ms wall ({turns / best:.1f} turns/s), "
                   f"{1000 * best_cpu:.1f} ms CPU; replay/limit ratio {100 * limit / best:.2f} % wall, "
                   f"{100 * limit_cpu / best_cpu:.2f} % CPU (best against best); median of the rounds' "
