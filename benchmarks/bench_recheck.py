@@ -17,11 +17,18 @@ Phases, each a fresh process (as a user runs them), timed in wall seconds:
 Prints each phase (wall seconds, and its processes' CPU seconds as a share of all cores), the total
 (issue 12's target: < 60 s on 2 cores for the 960-run grid), the peak resident memory of the
 largest process (target < 1 GB) and the load average.
+
+This host's speed drifts by 10-40 % within an hour, so seconds alone compare hours, not code.
+The data limit is measured in the same run, before the phases and after them: W processes
+reading, decompressing and JSON-parsing every cassette (``bench_replay.read_limit``, issue 12's
+limit for one replay). The total is also printed as a multiple of the mean of the two, with
+how far the two limits lie apart (a move of the host's speed during the run).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import resource
 import subprocess
@@ -33,6 +40,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_replay import read_limit  # noqa: E402
 from make_study import SCRIPTED_MODELS, STUDY_FILE, code_state, load_average  # noqa: E402
 
 from vcrime_audit.study import StudyConfig  # noqa: E402
@@ -59,6 +67,25 @@ def phase(name: str, commands: list[list[str]], env: dict[str, str]) -> float:
     return seconds
 
 
+def _read_cassettes(paths: list[Path]) -> float:
+    return sum(read_limit(path)[1] for path in paths)
+
+
+def data_limit(cassettes: list[Path], workers: int) -> float:
+    """Wall seconds of ``workers`` processes (started beforehand) reading, decompressing and
+    JSON-parsing the cassettes, each process a slice of them. Prints the processes' CPU too."""
+    slices = [cassettes[i::workers] for i in range(workers)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        pool.map(abs, range(workers))
+        started = time.perf_counter()
+        cpu = sum(pool.map(_read_cassettes, slices))
+        seconds = time.perf_counter() - started
+    print(f"limit   {seconds:7.1f} s  CPU {cpu:6.1f} s ({cpu / seconds / CORES:4.0%} of {CORES} cores; "
+          f"{workers} process(es) reading, decompressing and JSON-parsing {len(cassettes)} cassettes)",
+          flush=True)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, help="Folder written by make_study.py --out.")
@@ -79,8 +106,10 @@ def main() -> None:
             mode="json")), encoding="utf-8")
         store = out / "study.sqlite"
         how = "shards, then merge" if args.shards else "worker processes sharing one store"
-        print(f"re-checking {len(list(spec.cassette_dir.glob('*.jsonl.gz')))} cassettes of {corpus} "
+        cassettes = sorted(spec.cassette_dir.glob("*.jsonl.gz"))
+        print(f"re-checking {len(cassettes)} cassettes of {corpus} "
               f"on {args.workers} worker(s) ({how}); {load_average()}; {code_state()}")
+        limits = [data_limit(cassettes, args.workers)]
         seconds: dict[str, float] = {}
         if args.shards:
             shards = [out / f"shard-{i}.sqlite" for i in range(1, args.workers + 1)]
@@ -95,10 +124,15 @@ def main() -> None:
                                               str(args.workers), str(spec.cassette_dir)]], env)
         seconds["audit"] = phase("audit", [[*cli, "audit", "--db", str(store), "--out",
                                             str(out / "report")]], env)
+        limits.append(data_limit(cassettes, args.workers))
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     total = sum(seconds.values())
     print(f"total {total:.1f} s wall (target < 60 s for 960 runs on 2 cores); peak memory of one "
           f"process {peak_mb:.0f} MB (target < 1024 MB); {load_average()}")
+    limit = sum(limits) / len(limits)
+    shares = ", ".join(f"{name} {value / limit:.2f}" for name, value in seconds.items())
+    print(f"total / data limit {total / limit:.2f} ({shares}); the limit {limit:.1f} s, its two "
+          f"measures {max(limits) / min(limits) - 1:.0%} apart")
 
 
 if __name__ == "__main__":
