@@ -18,11 +18,13 @@ Prints each phase (wall seconds, and its processes' CPU seconds as a share of al
 (issue 12's target: < 60 s on 2 cores for the 960-run grid), the peak resident memory of the
 largest process (target < 1 GB) and the load average.
 
-This host's speed drifts by 10-40 % within an hour, so seconds alone compare hours, not code.
 The data limit is measured in the same run, before the phases and after them: W processes
 reading, decompressing and JSON-parsing every cassette (``bench_replay.read_limit``, issue 12's
-limit for one replay). The total is also printed as a multiple of the mean of the two, with
-how far the two limits lie apart (a move of the host's speed during the run).
+limit for one replay, here for the whole corpus). The total and each phase are also printed as
+multiples of the mean of the two, with how far the two lie apart. The limit moves with this
+shared host's speed too, but not in step with the phases (it is small loops in C, they are large
+heaps of Python objects): the multiple does not make two hours comparable. The first measure
+reads from the disk where the page cache lost the cassettes (its share of the cores shows it).
 """
 
 from __future__ import annotations
