@@ -92,6 +92,10 @@ def main() -> None:
     parser.add_argument("--pure", action="store_true", help="Count this checkout with its modules run "
                         "as Python too (VCRIME_AUDIT_NATIVE=0), against its compiled copies.")
     args = parser.parse_args()
+    if args.against and not (args.against / "vcrime_audit" / "__init__.py").is_file():
+        raise SystemExit(f"error: --against {args.against}: not a checkout of this repository (no "
+                         "vcrime_audit/__init__.py in it); fix: pass the folder of another checkout, "
+                         "e.g. one made with `git worktree add`")
     if shutil.which("valgrind") is None:
         raise SystemExit("error: valgrind is not installed; fix: apt-get install -y valgrind")
     from bench_replay_layers import evenly_spaced, run_cassettes
@@ -123,4 +127,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from make_study import main_with_input_errors
+
+    main_with_input_errors(main)

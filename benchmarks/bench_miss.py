@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import load_average  # noqa: E402
+from make_study import bad_input, load_average, main_with_input_errors, read_cassette  # noqa: E402
 
 import vcrime_audit.cassette.cassette as cassette_module  # noqa: E402
 from vcrime_audit.cassette import Cassette, CassetteMiss, RecordMode  # noqa: E402
@@ -55,6 +55,13 @@ def main() -> None:
 
     cassette_module.nearest = timed_nearest
     paths = sorted(args.corpus.glob("cassettes/*.jsonl.gz"))[:args.cassettes]
+    if not paths:
+        raise bad_input(f"{args.corpus}: no cassettes (*.jsonl.gz) in its cassettes/ folder; fix: record "
+                        f"a corpus with `python benchmarks/make_study.py --out {args.corpus}`")
+    for path in paths:
+        if "initial_world" not in read_cassette(path).meta:
+            raise bad_input(f"{path}: not a run's cassette (its meta holds no initial_world); fix: "
+                            "give a corpus of run cassettes (benchmarks/make_study.py)")
     print(f"{len(paths)} cassettes of {args.corpus}, each edited; {load_average()}")
     total = 0.0
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,4 +84,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_with_input_errors(main)

@@ -43,9 +43,13 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import read_limit  # noqa: E402
-from make_study import SCRIPTED_MODELS, STUDY_FILE, code_state, load_average  # noqa: E402
-
-from vcrime_audit.study import StudyConfig  # noqa: E402
+from make_study import (  # noqa: E402
+    SCRIPTED_MODELS,
+    code_state,
+    corpus_study,
+    load_average,
+    main_with_input_errors,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = os.cpu_count() or 2
@@ -97,7 +101,7 @@ def main() -> None:
                              "processes into one store.")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
-    spec = StudyConfig.model_validate(yaml.safe_load((corpus / STUDY_FILE).read_text(encoding="utf-8")))
+    spec = corpus_study(corpus)
     cli = [sys.executable, "-m", "vcrime_audit.cli"]
     env = {**os.environ, "VCRIME_MODELS": str(corpus / SCRIPTED_MODELS),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -138,4 +142,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_with_input_errors(main)

@@ -36,13 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from vcrime_audit.cassette import Cassette, RecordMode
 from vcrime_audit.runner import replay
 from vcrime_audit.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import code_state, load_average  # noqa: E402
+from make_study import code_state, load_average, main_with_input_errors, read_cassette  # noqa: E402
 
 
 def read_limit(path: Path) -> tuple[float, float]:
@@ -111,7 +110,7 @@ def measure(path: Path, repeats: int, with_profile: bool) -> None:
     tables exist, one after the other: this host's speed drifts by 10-40 % within minutes, so each
     round's three figures are taken at one speed. Printed: each figure's best over the rounds and
     their ratio, and the median of the rounds' own ratios."""
-    calls = len(Cassette(path, RecordMode.none).calls)
+    calls = len(read_cassette(path).calls)
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template.sqlite"
         Store(template).db.conn.close()
@@ -147,8 +146,10 @@ def main() -> None:
     args = parser.parse_args()
     paths = args.cassettes or [ROOT / "cassettes" / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"]
     for p in paths:
+        read_cassette(p)
+    for p in paths:
         measure(p, args.repeats, args.profile)
 
 
 if __name__ == "__main__":
-    main()
+    main_with_input_errors(main)

@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import read_limit  # noqa: E402
-from make_study import load_average  # noqa: E402
+from make_study import load_average, main_with_input_errors, read_cassette  # noqa: E402
 
 from vcrime_audit.backends.base import GenerateRequest, GenerateResult  # noqa: E402
 from vcrime_audit.cassette import Cassette, RecordMode  # noqa: E402
@@ -153,7 +153,7 @@ def run_cassettes(corpus: Path) -> list[Path]:
     """The run cassettes of a corpus, sorted by name: ``CORPUS/cassettes/*.jsonl.gz``, else any
     ``*.jsonl.gz`` under CORPUS (certifications and follow-ups left out)."""
     found = sorted(corpus.glob("cassettes/*.jsonl.gz")) or sorted(corpus.rglob("*.jsonl.gz"))
-    return [p for p in found if "initial_world" in Cassette(p, RecordMode.none).meta]
+    return [p for p in found if "initial_world" in read_cassette(p).meta]
 
 
 def evenly_spaced(items: list[Path], count: int) -> list[Path]:
@@ -207,4 +207,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_with_input_errors(main)

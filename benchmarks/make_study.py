@@ -20,10 +20,15 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from vcrime_audit.cassette import Cassette
+    from vcrime_audit.study import StudyConfig
 
 SCRIPTED_MODELS = "local_models"
 STUDY_FILE = "study.yaml"
@@ -32,6 +37,58 @@ STUDY_FILE = "study.yaml"
 def load_average() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs (shared machine)"
+
+
+def bad_input(problem: object) -> SystemExit:
+    """The one line that ends a benchmark given bad input, as the commands print theirs."""
+    return SystemExit(f"error: {problem}")
+
+
+def main_with_input_errors(main: Callable[[], None]) -> None:
+    """Run a benchmark's ``main``: an operating-system error about a path (a name too long for
+    the file system, a folder that may not be read) ends it in one line that names the path, as
+    the commands end (``commands.common.PathErrorsInOneLine``). Errors that name no path raise."""
+    from vcrime_audit.commands.common import path_error
+
+    try:
+        main()
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        raise bad_input(path_error(exc)) from None
+
+
+def corpus_study(corpus: Path) -> StudyConfig:
+    """The grid that make_study.py wrote to ``CORPUS/study.yaml``, with its cassettes there. A
+    folder it did not write, a broken study file or a cassette folder with no cassettes ends the
+    benchmark in one line that names the file and the fix."""
+    from vcrime_audit.scenario import ScenarioError
+    from vcrime_audit.study import load_study
+
+    study_file = corpus / STUDY_FILE
+    make = f"record a corpus with `python benchmarks/make_study.py --out {corpus}`"
+    try:
+        if not study_file.is_file():
+            raise bad_input(f"{study_file}: no study file (is {corpus} a corpus?); fix: {make}")
+        spec = load_study(study_file)
+        if next(spec.cassette_dir.glob("*.jsonl.gz"), None) is None:
+            raise bad_input(f"{study_file}: cassette_dir {spec.cassette_dir} holds no cassettes "
+                            f"(*.jsonl.gz); fix: {make}")
+    except ScenarioError as exc:
+        raise bad_input(exc) from None
+    return spec
+
+
+def read_cassette(path: Path) -> Cassette:
+    """The cassette at ``path``, read and checked; one that cannot be read (missing, a folder,
+    corrupt) ends the benchmark in one line that names it and the fix."""
+    from vcrime_audit.cassette import Cassette, RecordMode
+    from vcrime_audit.commands.common import user_errors
+
+    try:
+        return Cassette(path, RecordMode.none)
+    except user_errors() as exc:
+        raise bad_input(exc) from None
 
 
 def code_state(package: Path = Path(__file__).resolve().parent.parent / "vcrime_audit") -> str:
@@ -124,4 +181,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_with_input_errors(main)

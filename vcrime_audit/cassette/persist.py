@@ -78,7 +78,8 @@ def max_bytes() -> int:
     try:
         return int(raw) if raw else DEFAULT_MAX_BYTES
     except ValueError:
-        raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes") from None
+        raise CassetteFileError(f"{MAX_BYTES_ENV}={raw!r} is not a whole number of bytes; fix: set it "
+                                "to one, or unset it") from None
 
 
 def decompress(path: Path, data: bytes, inflater_of: Callable[..., Any] = zlib_ng.decompressobj) -> bytes:
@@ -206,13 +207,15 @@ def _read_file(path: Path, what: str) -> bytes:
     try:
         raw = read_regular(path, limit)
     except FileNotFoundError:
-        raise CassetteFileError(f"{path}: no such {what}") from None
+        raise CassetteFileError(f"{path}: no such {what}; fix: check the path") from None
     except IsADirectoryError:
-        raise CassetteFileError(f"{path}: is a folder, not a {what} file") from None
+        raise CassetteFileError(f"{path}: is a folder, not a {what} file; fix: give the path of the "
+                                f"{what} file itself") from None
     except NotARegularFile as exc:
         raise CassetteFileError(f"{path}: {exc.strerror}; fix: give the {what} file itself") from None
     except OSError as exc:
-        raise CassetteFileError(f"{path}: cannot read ({exc.strerror})") from None
+        raise CassetteFileError(f"{path}: cannot read ({exc.strerror}); fix: make the file readable "
+                                "by this user") from None
     if len(raw) > limit:
         raise CassetteFileError(f"{path}: larger than any {what} of at most {max_bytes()} bytes; "
                                 f"fix: if it is a real one, raise the cap with {MAX_BYTES_ENV}=BYTES, "

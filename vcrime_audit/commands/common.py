@@ -59,8 +59,14 @@ class PathErrorsInOneLine(TyperGroup):
         except OSError as exc:
             if exc.filename is None:
                 raise
-            fail(f"{exc.filename}: {exc.strerror or type(exc).__name__}; fix: pass a path that "
-                 "exists and can be read (or written), within the file system's length limits")
+            fail(path_error(exc))
+
+
+def path_error(exc: OSError) -> str:
+    """The line for an operating-system error about a path (``exc.filename``) that nothing
+    turned into its own message."""
+    return (f"{exc.filename}: {exc.strerror or type(exc).__name__}; fix: pass a path that exists "
+            "and can be read (or written), within the file system's length limits")
 
 
 def report_check(check: ReplayCheck, rows: str = "rows") -> None:
