@@ -214,8 +214,8 @@ def _read_file(path: Path, what: str) -> bytes:
     except NotARegularFile as exc:
         raise CassetteFileError(f"{path}: {exc.strerror}; fix: give the {what} file itself") from None
     except OSError as exc:
-        raise CassetteFileError(f"{path}: cannot read ({exc.strerror}); fix: make the file readable "
-                                "by this user") from None
+        raise CassetteFileError(f"{path}: cannot read ({exc.strerror}); fix: check that this user "
+                                "may read the file and that its disk answers") from None
     if len(raw) > limit:
         raise CassetteFileError(f"{path}: larger than any {what} of at most {max_bytes()} bytes; "
                                 f"fix: if it is a real one, raise the cap with {MAX_BYTES_ENV}=BYTES, "
