@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 import yaml
@@ -36,7 +38,8 @@ make_study = _make_study_module()
 def _corpus(root: Path) -> Path:
     """A corpus as make_study.py leaves it (its study file, one committed run cassette), not
     recorded: the benchmarks read only these."""
-    spec = make_study.study_spec(root, attackers=1, tasks=1, seeds=1)
+    with patch.dict(os.environ):  # study_spec points VCRIME_MODELS at the corpus's registry
+        spec = make_study.study_spec(root, attackers=1, tasks=1, seeds=1)
     (root / make_study.STUDY_FILE).write_text(yaml.safe_dump(spec.model_dump(mode="json")), encoding="utf-8")
     spec.cassette_dir.mkdir()
     shutil.copy(committed.DEMO_RUN, spec.cassette_dir)
