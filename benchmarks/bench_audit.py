@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_study import code_state, load_average, main_with_input_errors  # noqa: E402
+from make_study import bad_input, code_state, load_average, main_with_input_errors  # noqa: E402
 
 READ_ALL = """
 import sqlite3, sys
@@ -74,9 +74,9 @@ def main() -> None:
     parser.add_argument("--details", action="store_true")
     args = parser.parse_args()
     if args.store is not None and not args.store.is_file():
-        raise SystemExit(f"error: --store {args.store}: no such file; fix: pass a store written by "
-                         "vcrime-audit (`vcrime-audit audit synth --out PATH` writes a synthetic one), "
-                         "or leave --store out to make one")
+        raise bad_input(f"--store {args.store}: no such file; fix: pass a store written by vcrime-audit "
+                        "(`vcrime-audit audit synth --out PATH` writes a synthetic one), or leave --store "
+                        "out to make one")
     with tempfile.TemporaryDirectory() as tmp:
         path = args.store
         if path is None:

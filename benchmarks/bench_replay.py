@@ -105,12 +105,11 @@ def profile(path: Path, template: Path, top: int = 15) -> None:
                   f"{short}:{line} {func}")
 
 
-def measure(path: Path, repeats: int, with_profile: bool) -> None:
+def measure(path: Path, calls: int, repeats: int, with_profile: bool) -> None:
     """``repeats`` rounds, each the limit, a replay into a new store and one into a store whose
     tables exist, one after the other: this host's speed drifts by 10-40 % within minutes, so each
     round's three figures are taken at one speed. Printed: each figure's best over the rounds and
     their ratio, and the median of the rounds' own ratios."""
-    calls = len(read_cassette(path).calls)
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template.sqlite"
         Store(template).db.conn.close()
@@ -145,10 +144,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="Also print a cProfile of one replay.")
     args = parser.parse_args()
     paths = args.cassettes or [ROOT / "cassettes" / "robotics_company__data_theft-s0-e3005c10.jsonl.gz"]
-    for p in paths:
-        read_cassette(p)
-    for p in paths:
-        measure(p, args.repeats, args.profile)
+    calls = [len(read_cassette(p).calls) for p in paths]  # every input checked before the first measure
+    for p, count in zip(paths, calls, strict=True):
+        measure(p, count, args.repeats, args.profile)
 
 
 if __name__ == "__main__":
