@@ -10,6 +10,7 @@ import pytest
 from tests.committed import STUDY_DEMO, STUDY_DEMO_RUNS
 from tests.scripted_study import TASKS, scripted_spec
 from vcrime_audit.merge import merge_cassettes, merge_stores
+from vcrime_audit.runner import cassette_path
 from vcrime_audit.scenario import ScenarioError
 from vcrime_audit.store import Store, turn_rows_hash
 from vcrime_audit.store.db import StoreError
@@ -100,6 +101,21 @@ def test_shards_merge_into_the_whole(study, tmp_path):
     assert len(merge_stores(tmp_path / "merged.sqlite", shard_dbs).runs_same) == n
     merge_cassettes(tmp_path / "gathered", [tmp_path / "cassettes"], report)
     assert report.cassettes_copied == n
+
+
+def test_a_cassette_copied_over_another_runs_crashes_that_run_and_stores_none_of_it(study, tmp_path):
+    spec = study("copied.sqlite")
+    kept, overwritten = (cassette_path(c, spec.cassette_dir) for c in grid(spec))
+    shutil.copyfile(kept, overwritten)
+    result = asyncio.run(run_study(spec, replay_only=True))
+    assert result.done == 1 and [run for run, _ in result.crashed] == [overwritten.name[:-9]]
+    [(_, reason)] = result.crashed
+    assert f"{overwritten}: header.meta.config.task is 'robotics_company__data_theft', but run " \
+        f"{overwritten.name[:-9]} has 'robotics_company__theft'" in reason
+    store = Store(spec.db)
+    assert {r["run_id"]: r["task_id"] for r in store.runs() if r["status"] != "crashed"} == {
+        kept.name[:-9]: "robotics_company__data_theft"}
+    assert overwritten.read_bytes() == kept.read_bytes()
 
 
 @pytest.fixture

@@ -259,7 +259,8 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     cassette = Cassette(cassette_file or cassette_path(config, cassette_dir), mode,
                         unread_requests=True)
     if cassette.meta:
-        _, world, entries = _from_meta(cassette)
+        recorded, world, entries = _from_meta(cassette)
+        _check_same_run(cassette.path, recorded, config)
     else:
         inputs = inputs or EpisodeInputs()
         world, recorded_world = inputs.world(config.task)
@@ -280,6 +281,22 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     finally:
         if own:
             store.close()
+
+
+def _check_same_run(path: Path, recorded: RunConfig, config: RunConfig) -> None:
+    """The cassette at a run's place must be that run's recording. Another run's cassette there (a
+    file copied or renamed over it) would replay as itself, its world and answers being its own,
+    and its rows would be stored under this run's id: a study would count one task twice and
+    another not at all, and say "identical". The run id hashes every field, so equal fields are
+    the same run."""
+    differing = [f for f in RunConfig.__dataclass_fields__ if getattr(recorded, f) != getattr(config, f)]
+    if differing:
+        name = differing[0]
+        raise CassetteError(
+            f"{path}: header.meta.config.{name} is {getattr(recorded, name)!r}, but run "
+            f"{config.run_id()} has {getattr(config, name)!r}: the file is run {recorded.run_id()}'s "
+            "recording; fix: put this run's own cassette there (from git or a backup), or move the "
+            "file away to record the run anew")
 
 
 def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:
@@ -308,6 +325,9 @@ def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, Mod
         entries = {n: ModelEntry.model_validate(e) for n, e in meta["models"].items()}
     except (TypeError, ValueError) as exc:
         raise CassetteError(f"{cassette.path}: {str(exc).splitlines()[0]}; {fix}") from None
+    if world.task_id != config.task:
+        raise CassetteError(f"{cassette.path}: header.meta.initial_world.task_id {world.task_id!r} is "
+                            f"not header.meta.config.task {config.task!r}; {fix}")
     for role in ("attacker", "judge", "world_manager"):
         if getattr(config, role) not in entries:
             raise CassetteError(f"{cassette.path}: header.meta.config.{role} "

@@ -2,17 +2,21 @@
 miss never calls a model; an error mid-way marks the follow-up as failed."""
 
 import asyncio
+import dataclasses
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ScriptedBackend
 from tests.followups.conftest import DEMO_RUN, judge_answer
 from vcrime_audit.agents import prompting
-from vcrime_audit.cassette import CassetteError, CassetteMiss, RecordMode
+from vcrime_audit.cassette import Cassette, CassetteError, CassetteMiss, RecordMode
 from vcrime_audit.followups import session
 from vcrime_audit.followups.annotate import Annotate
-from vcrime_audit.followups.interrogate import Interrogate, InterrogateConfig
+from vcrime_audit.followups.interrogate import MODES, Interrogate, InterrogateConfig
+from vcrime_audit.followups.questionnaire import CONDITIONS
 from vcrime_audit.followups.rejudge import Rejudge, RejudgeConfig
 from vcrime_audit.store import Store
 
@@ -45,6 +49,41 @@ def test_a_cassette_of_another_kind_is_refused(recorded):
         asyncio.run(session.replay(Rejudge(), DEMO_RUN, store))
     with pytest.raises(CassetteError, match="no such cassette"):
         asyncio.run(session.replay(Rejudge(), outcome.cassette.with_name("nope.jsonl.gz"), store))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.fixed_dictionaries({}, optional={
+    "conditions": st.lists(st.sampled_from(sorted(CONDITIONS)), min_size=1, unique=True).map(tuple),
+    "min_turns": st.integers(1, 3), "max_tokens": st.none() | st.integers(1, 4096),
+    "mode": st.sampled_from(MODES), "interrogator": st.sampled_from(["", SECOND])}))
+def test_another_configs_cassette_at_a_followups_place_is_one_line(recorded, tmp_path_factory, changes):
+    """A copied or renamed cassette replayed as far as its answers fitted and its results were
+    stored as the asked config's; now the first differing key is named and nothing is written."""
+    store, outcome = recorded
+    meta = Cassette(outcome.cassette, RecordMode.none).meta
+    recorded_config = InterrogateConfig(**meta["config"])
+    config = dataclasses.replace(recorded_config, **changes)
+    assume(config != recorded_config)
+    prepared = Interrogate().prepare(store, config)
+    fid = session.followup_id("interrogate", session._config_json(config), prepared.inputs_hash)
+    folder = tmp_path_factory.mktemp("other")
+    shutil.copyfile(outcome.cassette, folder / f"{fid}.jsonl.gz")
+    before = store.db.conn.execute("SELECT count(*) FROM followups").fetchone()
+
+    with pytest.raises(CassetteError) as info:
+        asyncio.run(session.record(Interrogate(), config, store, backend_name="scripted",
+                                   cassette_dir=folder, mode=RecordMode.none))
+    message = str(info.value)
+    assert message.startswith(f"{folder / fid}.jsonl.gz: ") and "\n" not in message
+    same_inputs = prepared.inputs_hash == meta["inputs_hash"]
+    event(f"same inputs: {same_inputs}")
+    if same_inputs:  # else the inputs' own line comes first (test_replay_into_a_store_with_other_runs...)
+        asked, kept = session._config_json(config), session._config_json(recorded_config)
+        first = next(k for k in sorted(asked) if asked[k] != kept[k])
+        assert f"header.meta.config.{first} is {kept[first]!r}, but this interrogate has " \
+            f"{asked[first]!r}: the file is another interrogate's recording; fix: " in message
+    assert store.db.conn.execute("SELECT count(*) FROM followups").fetchone() == before
+    assert (folder / f"{fid}.jsonl.gz").read_bytes() == outcome.cassette.read_bytes()
 
 
 def test_a_changed_template_is_a_replay_miss_with_a_diff(recorded, tmp_path, monkeypatch):

@@ -195,6 +195,23 @@ class Setup:
     entries: dict[str, ModelEntry]
 
 
+def _check_same_certification(path: Path, setup: Setup, config: CertifyConfig, spec: QuerySpec) -> None:
+    """The cassette at a certification's place must be that certification's recording: another
+    one's there (a file copied or renamed over it) would replay as itself, and the certificate of
+    another model, seed or ``n`` would be reported for the one asked for."""
+    wanted, found = config.certification_id(spec), setup.config.certification_id(setup.spec)
+    if found == wanted:
+        return
+    differing = [f.name for f in fields(CertifyConfig) if f.name not in ("queries", "preset")
+                 and getattr(setup.config, f.name) != getattr(config, f.name)]
+    where = (f"header.meta.config.{differing[0]} is {getattr(setup.config, differing[0])!r}, but "
+             f"certification {wanted} has {getattr(config, differing[0])!r}" if differing else
+             f"header.meta.spec is not the one {shown_path(config.query_path())} holds now")
+    raise CassetteError(f"{path}: {where}: the file is certification {found}'s recording; fix: put "
+                        "this certification's own cassette there (from git or a backup), or move "
+                        "the file away to record it anew")
+
+
 def _from_meta(cassette: Cassette) -> Setup:
     meta = cassette.meta
     if meta.get("kind") != META_KIND:
@@ -330,6 +347,7 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
     if cassette.meta:
         setup = _from_meta(cassette)
+        _check_same_certification(cassette.path, setup, config, spec)
     else:
         names = {config.model} | ({config.judge} if config.judge_is_llm else set())
         entries = {name: get_model(name) for name in sorted(names)}

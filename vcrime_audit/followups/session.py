@@ -211,6 +211,25 @@ def _check_inputs(cassette: Cassette, store: Store, kind: str, inputs_hash: str)
             "`vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz --db STORE`)")
 
 
+def _check_config(cassette: Cassette, kind: str, config_json: dict[str, Any]) -> None:
+    """The cassette at a follow-up's place must be that follow-up's recording (its inputs are
+    :func:`_check_inputs`'): another one's there (a file copied or renamed over it) would replay as
+    far as its answers fit, and its results would be stored as those of the config asked for."""
+    recorded = cassette.meta["config"]
+    if recorded == config_json:
+        return
+    fix = (f"the file is another {kind}'s recording; fix: put this {kind}'s own cassette there (from "
+           "git or a backup), or move the file away to record it anew")
+    if not isinstance(recorded, dict):
+        raise CassetteError(f"{cassette.path}: header.meta.config is not an object: {fix}")
+    name = next(k for k in sorted(set(recorded) | set(config_json))
+                if (k in recorded, recorded.get(k)) != (k in config_json, config_json.get(k)))
+    shown = {side: repr(c[name]) if name in c else "absent" for side, c in
+             (("recorded", recorded), ("asked", config_json))}
+    raise CassetteError(f"{cassette.path}: header.meta.config.{name} is {shown['recorded']}, but this "
+                        f"{kind} has {shown['asked']}: {fix}")
+
+
 async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,
                  cassette_dir: Path = DEFAULT_CASSETTES, mode: RecordMode = RecordMode.once,
                  inner: ModelBackend | None = None, concurrency: int = 1) -> FollowupOutcome:
@@ -229,6 +248,7 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
     if cassette.meta:
         entries = _entries_from_meta(cassette, workflow.kind)
         _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
+        _check_config(cassette, workflow.kind, config_json)
     else:
         entries = {name: get_model(name) for name in sorted(set(prepared.models))}
         cassette.meta = {"kind": META_KIND, "followup": workflow.kind, "config": config_json,
