@@ -17,8 +17,9 @@ Printed per part (options, scenarios, stores, cassettes):
 - created: read commands (runs, show, scenarios show/validate) after which the folder of their
   input held a file that was not there before;
 - for cassettes whose content was edited (a changed value, swapped/duplicated/dropped lines, a
-  removed summary): how many replays were reported as different or unverified (exit != 0 with a
-  message) vs silently "identical" (exit 0), per edited field.
+  removed summary), and for another run's cassette at a run's place (``run`` of that run, a field
+  of the recorded config changed): how many were reported as different, unverified or not this
+  run's (exit != 0 with a message) vs silently "identical" (exit 0), per edited field.
 
 The mutations are drawn from a seeded generator (``--seed``), so a run is repeatable.
 """
@@ -447,7 +448,33 @@ def cassette_cases(work: Path, n: int, rng: random.Random) -> list[Case]:
             text = gzip.decompress(raw)
             cut = text[:rng.randrange(len(text))]
             add("text_truncate", source, lambda p, m=cut: p.write_bytes(gzip.compress(m)), True)
+        cases.append(foreign_cassette_case(work / "cassettes" / f"c{k}", source, records[0], rng))
+        k += 1
     return cases
+
+
+def foreign_cassette_case(folder: Path, source: Path, header: dict[str, Any], rng: random.Random) -> Case:
+    """``run`` of a run whose place holds another run's cassette (``source``, copied there): one
+    field of its recorded config changed. Counted with the content edits: exit 0 would mean the
+    other run was played as this one."""
+    from vcrime_audit.runner import RunConfig, cassette_path
+
+    recorded = header["meta"]["config"]
+    name = rng.choice(["task", "seed", "max_turns", "stall_turns"])
+    other = {"task": rng.choice([t for t in ("robotics_company__data_theft", "robotics_company__theft",
+                                             "private_club__theft") if t != recorded["task"]]),
+             "seed": recorded["seed"] + rng.randrange(1, 1000),
+             "max_turns": recorded["max_turns"] + rng.randrange(1, 60),
+             "stall_turns": recorded["stall_turns"] + rng.randrange(1, 30)}[name]
+    config = RunConfig(**{**recorded, name: other})
+    folder.mkdir(parents=True)
+    shutil.copyfile(source, cassette_path(config, folder))
+    options = [f"--{field.replace('_', '-')}={getattr(config, field)}"
+               for field in RunConfig.__dataclass_fields__]
+    mode = rng.choice(["none", "once", "new"])
+    return Case("cassettes", f"run:foreign_{name}", cli("run", *options, "--db", str(folder / "run.sqlite"),
+                                                        "--cassette-dir", str(folder), "--record-mode", mode),
+                content_edit=True)
 
 
 # --- running and counting --------------------------------------------------------------------
