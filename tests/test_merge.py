@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import filecmp
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 
 import pytest
 
 from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
 from vcrime_audit.merge import RUNS_PER_TRANSACTION, merge_stores
+from vcrime_audit.store import Store
 from vcrime_audit.store.db import RUN_TABLES, StoreError
 
 TABLES = ("runs", *RUN_TABLES[1:], "models")
@@ -72,3 +79,38 @@ def test_a_column_the_target_lacks_is_refused_not_dropped(two_shards, tmp_path):
         conn.execute("ALTER TABLE turns ADD COLUMN mood TEXT")
     with pytest.raises(StoreError, match=r"table turns has column\(s\) mood that .* lacks; fix:"):
         merge_stores(tmp_path / "all.sqlite", [source])
+
+
+def test_a_merge_killed_while_gathering_cassettes_leaves_no_half_copied_one(tmp_path):
+    """A killed gather left a cut copy under the cassette's name, and every later merge refused it
+    ("differs ...; fix: merge shards of one study"). Now a copy appears whole or not at all."""
+    shard = tmp_path / "shard"
+    shard.mkdir()
+    big = shard / "big.jsonl.gz"
+    big.write_bytes(os.urandom(1 << 20) * 256)  # 256 MB: the copy is still going when it is killed
+    store = tmp_path / "shard.sqlite"
+    Store(store).close()
+    gathered = tmp_path / "gathered"
+    command = [sys.executable, "-m", "vcrime_audit.cli", "merge", str(tmp_path / "all.sqlite"), str(store),
+               "--cassettes-out", str(gathered), "--cassettes", str(shard)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not _bytes_written(gathered):
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.001)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    target = gathered / big.name
+    assert not target.exists() or filecmp.cmp(target, big, shallow=False)
+
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert filecmp.cmp(target, big, shallow=False)
+    assert sorted(p.name for p in gathered.iterdir()) == [big.name]
+
+
+def _bytes_written(folder) -> bool:
+    try:
+        return any(p.stat().st_size for p in folder.iterdir())
+    except FileNotFoundError:  # no folder yet, or a file renamed meanwhile
+        return False

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import filecmp
-import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cassette.persist import copy_final
 from .store import Store, turn_rows_hash
 from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError
 
@@ -114,5 +114,5 @@ def merge_cassettes(out_dir: Path, input_dirs: list[Path], report: MergeReport) 
                     raise StoreError(f"{path}: differs from {target}; fix: merge shards of one study")
                 report.cassettes_same += 1
             else:
-                shutil.copy2(path, target)
+                copy_final(path, target)
                 report.cassettes_copied += 1

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from zlib_ng import zlib_ng
 
@@ -299,10 +300,21 @@ def write_final(path: Path, lines: Sequence[str]) -> None:
 def write_final_bytes(path: Path, data: bytes) -> None:
     """Write the compressed, byte-stable cassette atomically: temp file, fsync, rename, then fsync
     the folder."""
+    _write_atomically(path, lambda raw: raw.write(data))
+
+
+def copy_final(source: Path, path: Path) -> None:
+    """Copy a cassette file to ``path`` as :func:`write_final_bytes` writes one: a process killed
+    meanwhile leaves no part of it under that name."""
+    with open(source, "rb") as read:
+        _write_atomically(path, lambda raw: shutil.copyfileobj(read, raw, 1 << 20))
+
+
+def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as raw:
-        raw.write(data)
+        write(raw)
         raw.flush()
         os.fsync(raw.fileno())
     os.replace(tmp, path)
