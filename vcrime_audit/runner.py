@@ -13,6 +13,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash, rows_content_hash
 from .cassette import Cassette, CassetteError, RecordMode
+from .cassette.errors import AnotherJobsCassette
 from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
@@ -292,11 +293,9 @@ def _check_same_run(path: Path, recorded: RunConfig, config: RunConfig) -> None:
     differing = [f for f in RunConfig.__dataclass_fields__ if getattr(recorded, f) != getattr(config, f)]
     if differing:
         name = differing[0]
-        raise CassetteError(
-            f"{path}: header.meta.config.{name} is {getattr(recorded, name)!r}, but run "
-            f"{config.run_id()} has {getattr(config, name)!r}: the file is run {recorded.run_id()}'s "
-            "recording; fix: put this run's own cassette there (from git or a backup), or move the "
-            "file away to record the run anew")
+        raise AnotherJobsCassette(path, f"header.meta.config.{name} is {getattr(recorded, name)!r}, but "
+                                  f"run {config.run_id()} has {getattr(config, name)!r}", "run",
+                                  f"run {recorded.run_id()}")
 
 
 def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:

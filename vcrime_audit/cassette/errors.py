@@ -18,6 +18,15 @@ class NoSuchCassette(CassetteError):
     """A replay-only cassette whose file and journal are both absent."""
 
 
+class AnotherJobsCassette(CassetteError):
+    """The cassette at a job's place records another job (a file copied or renamed there)."""
+
+    def __init__(self, path: Path, where: str, job: str, found: str) -> None:
+        super().__init__(f"{path}: {where}: the file is {found}'s recording; fix: put this {job}'s own "
+                         "cassette there (from git or a backup), or move the file away to record it "
+                         "anew")
+
+
 class CassetteMiss(Exception):
     """A request that the cassette does not hold, while recording is off."""
 

@@ -17,6 +17,7 @@ from ..backends.base import ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
+from ..cassette.errors import AnotherJobsCassette
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
 from ..identity import CheckedOutcome, ReplayCheck
@@ -207,9 +208,7 @@ def _check_same_certification(path: Path, setup: Setup, config: CertifyConfig, s
     where = (f"header.meta.config.{differing[0]} is {getattr(setup.config, differing[0])!r}, but "
              f"certification {wanted} has {getattr(config, differing[0])!r}" if differing else
              f"header.meta.spec is not the one {shown_path(config.query_path())} holds now")
-    raise CassetteError(f"{path}: {where}: the file is certification {found}'s recording; fix: put "
-                        "this certification's own cassette there (from git or a backup), or move "
-                        "the file away to record it anew")
+    raise AnotherJobsCassette(path, where, "certification", f"certification {found}")
 
 
 def _from_meta(cassette: Cassette) -> Setup:

@@ -24,6 +24,7 @@ from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..cassette.cassette import UNIT
+from ..cassette.errors import AnotherJobsCassette
 from ..defaults import DEFAULT_CASSETTES
 from ..fingerprints import weights_digest
 from ..identity import CheckedOutcome, ReplayCheck
@@ -218,16 +219,15 @@ def _check_config(cassette: Cassette, kind: str, config_json: dict[str, Any]) ->
     recorded = cassette.meta["config"]
     if recorded == config_json:
         return
-    fix = (f"the file is another {kind}'s recording; fix: put this {kind}'s own cassette there (from "
-           "git or a backup), or move the file away to record it anew")
     if not isinstance(recorded, dict):
-        raise CassetteError(f"{cassette.path}: header.meta.config is not an object: {fix}")
+        raise AnotherJobsCassette(cassette.path, "header.meta.config is not an object", kind,
+                                  f"another {kind}")
     name = next(k for k in sorted(set(recorded) | set(config_json))
                 if (k in recorded, recorded.get(k)) != (k in config_json, config_json.get(k)))
     shown = {side: repr(c[name]) if name in c else "absent" for side, c in
              (("recorded", recorded), ("asked", config_json))}
-    raise CassetteError(f"{cassette.path}: header.meta.config.{name} is {shown['recorded']}, but this "
-                        f"{kind} has {shown['asked']}: {fix}")
+    raise AnotherJobsCassette(cassette.path, f"header.meta.config.{name} is {shown['recorded']}, but "
+                              f"this {kind} has {shown['asked']}", kind, f"another {kind}")
 
 
 async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,
