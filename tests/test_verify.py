@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -126,6 +127,31 @@ def three_runs(tmp_path_factory) -> Path:
         done = CliRunner().invoke(app, ["replay", str(cassette), "--db", str(db)])
         assert done.exit_code == 0, done.output
     return db
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_another_runs_cassette_under_a_runs_name_is_named_and_nothing_is_repaired(tmp_path, interrupted):
+    """`verify --repair` of an interrupted run replayed whatever cassette bore its name: another
+    run's rows were written under that run's id, the run stayed 'running' and was reported
+    "repaired". Now both verdicts name the cassette's own run and the store is left as it was."""
+    db, folder = tmp_path / "s.sqlite", tmp_path / "c"
+    folder.mkdir()
+    kept, other = (Path(shutil.copy(p, folder)) for p in committed.STUDY_DEMO_RUNS)
+    for cassette in (kept, other):
+        asyncio.run(replay(cassette, db))
+    shutil.copy(kept, other)
+    kept_id, other_id = kept.name.removesuffix(".jsonl.gz"), other.name.removesuffix(".jsonl.gz")
+    if interrupted:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE runs SET status = 'running', turn_rows_hash = NULL, finished_at = NULL, "
+                         "writer = NULL WHERE run_id = ?", [other_id])
+    before = list(sqlite3.connect(db).iterdump())
+
+    code, out = verify("--db", str(db), "--repair", str(folder))
+    assert code == 1 and "repaired" not in out and "1 verified, 1 with problems" in out, out
+    assert f"run {other_id}: {other}: header.meta.config makes it run {kept_id}, but it " \
+        f"was found for run {other_id}: the file is run {kept_id}'s recording; fix: " in out
+    assert list(sqlite3.connect(db).iterdump()) == before
 
 
 def verdicts(db: Path, workers: int) -> list[tuple[str, str, str, str]]:

@@ -98,16 +98,17 @@ def _played(job: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T]) -> tuple[Any, T]:
+def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T],
+                      run_id: str | None = None) -> tuple[Any, T]:
     """A run's cassette replayed into a store in memory whose turns' rows are not inserted
     (:class:`store.kept.KeptTurnRows`): the outcome, with its check against the recording, and
     ``read(store, run_id)`` of the rows it derived. Nothing of it is kept, so no file is
-    written, synced and deleted for it."""
+    written, synced and deleted for it. ``run_id``: the run it was found for, if any."""
     from .runner import replay_loaded
 
     scratch = KeptTurnRows()
     try:
-        outcome = _played(replay_loaded(cassette, scratch))
+        outcome = _played(replay_loaded(cassette, scratch, run_id))
         return outcome, read(scratch, outcome.run_id)
     finally:
         scratch.close()
@@ -253,7 +254,7 @@ class Verifier:
             return self._repair_run(store, run_id, path)
         try:
             outcome, derived = _replay_in_memory(Cassette(path, RecordMode.none, unread_requests=True),
-                                                 _run_table_tuples)
+                                                 _run_table_tuples, run_id)
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("run", run_id, DIFFERS, _first_line(exc)))
         where = compare_table_tuples(_run_table_tuples(store, run_id), derived)
@@ -264,7 +265,7 @@ class Verifier:
         from .runner import replay_loaded
 
         try:
-            _played(replay_loaded(Cassette(path, RecordMode.none, unread_requests=True), store))
+            _played(replay_loaded(Cassette(path, RecordMode.none, unread_requests=True), store, run_id))
         except CassetteMiss:
             return self._add(Verdict("run", run_id, INTERRUPTED, "the cassette stops before the run's "
                                      "end; fix: resume it with a model (vcrime-audit study, or run "
