@@ -307,3 +307,35 @@ def test_a_failed_replay_lets_go_of_its_frames_at_once(tmp_path):
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
+
+
+@pytest.mark.parametrize("table, key, cassette, edit", [
+    ("certifications", "certification_id", CERTIFY, {"confidence": 0.9}),
+    ("followups", "followup_id", FOLLOWUPS[0], {"per_attacker": 4}),
+], ids=["certification", "rejudge"])
+def test_repair_refuses_another_jobs_cassette_under_a_jobs_name(demo_store, tmp_path, table, key,
+                                                                cassette, edit):
+    """Another certification's (or rejudge's) cassette under an interrupted one's name, in the
+    folder searched for it (its recorded place is gone), made by an edit that leaves every call as
+    recorded (the bound's confidence; a sample size that takes the same turns): `verify --repair`
+    replayed it, stored it under its own id, left the job 'running' and reported it "repaired"."""
+    db = tmp_path / "s.sqlite"
+    with sqlite3.connect(demo_store) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+    records = read_records(cassette)
+    records[0]["meta"]["config"].update(edit)
+    folder = tmp_path / "c"
+    write_records(folder / cassette.name, records)
+    job_id = cassette.name.removesuffix(".jsonl.gz").removeprefix("certify-")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute(f"UPDATE {table} SET status = 'running', writer = NULL, cassette = ? "
+                            f"WHERE {key} = ?", [f"moved/{cassette.name}", job_id]).rowcount == 1
+    before = list(sqlite3.connect(db).iterdump())
+
+    code, out = verify("--db", str(db), "--repair", str(folder), str(CASSETTES))
+    assert code == 1 and "repaired" not in out, out
+    [line] = [line for line in out.splitlines() if job_id in line]
+    assert line.startswith("differs") and f"{folder / cassette.name}: header.meta" in line, line
+    assert f"but it was found for {'certification ' * (table == 'certifications')}{job_id}: the file " \
+        "is " in line and "'s recording; fix: put this " in line, line
+    assert list(sqlite3.connect(db).iterdump()) == before

@@ -287,11 +287,11 @@ class Verifier:
             return self._add(Verdict("certification", cid, MISSING, f"{row.get('cassette')}: not "
                                      "found; fix: pass the folder holding it"))
         if row["status"] == RUNNING:
-            return self._repair(lambda: _played(replay_certification(path, store.path)),
+            return self._repair(lambda: _played(replay_certification(path, store.path, found_for=cid)),
                                 "certification", cid)
         try:
             scratch = self._scratch(cid)
-            outcome = _played(replay_certification(path, scratch))
+            outcome = _played(replay_certification(path, scratch, found_for=cid))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("certification", cid, DIFFERS, _first_line(exc)))
         other = Store(scratch)
@@ -318,12 +318,12 @@ class Verifier:
                                      "pass the folder holding it"))
         workflow = workflow_for(kind)
         if row["status"] == RUNNING:
-            return self._repair(lambda: _played(replay(workflow, path, store)), kind, fid)
+            return self._repair(lambda: _played(replay(workflow, path, store, fid)), kind, fid)
         scratch = self._scratch(fid, empty=False)
         store.db.conn.execute("VACUUM INTO ?", [str(scratch)])
         other = Store(scratch)
         try:
-            outcome = _played(replay(workflow, path, other))
+            outcome = _played(replay(workflow, path, other, fid))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict(kind, fid, DIFFERS, _first_line(exc)))
         expected = {"followups": [dict(row)], **workflow.result_rows(store, fid),

@@ -364,13 +364,20 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
 
 
 async def replay_certification(cassette_file: Path, db: Path | None = None,
-                               progress: Progress | None = None) -> CertifyOutcome:
-    """Re-run a recorded certification from its cassette alone: no model, no embedder, no files."""
+                               progress: Progress | None = None,
+                               found_for: str | None = None) -> CertifyOutcome:
+    """Re-run a recorded certification from its cassette alone: no model, no embedder, no files.
+    ``found_for``: the certification id it was found for (``verify``: a store's row), which
+    another certification's cassette is not."""
     if not Path(cassette_file).is_file():
         raise CassetteError(f"{cassette_file}: no such cassette; fix: pass the path of a "
                             "certify-*.jsonl.gz file")
     cassette = Cassette(cassette_file, RecordMode.none)
     setup = _from_meta(cassette)
     cid = setup.config.certification_id(setup.spec)
+    if found_for is not None and cid != found_for:
+        raise AnotherJobsCassette(cassette.path, f"header.meta.config makes it certification {cid}, "
+                                  f"but it was found for certification {found_for}", "certification",
+                                  f"certification {cid}")
     store = Store(db or Path("runs") / f"replay-certify-{cid}.sqlite")
     return await _play(setup, cassette, None, store, progress)

@@ -261,8 +261,11 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
                        inner if cassette.recording else None, entries, backend_name, concurrency)
 
 
-async def replay(workflow: Workflow[C], cassette_file: Path, store: Store) -> FollowupOutcome:
-    """Re-run a recorded follow-up on ``store`` from its cassette alone: no model, no registry."""
+async def replay(workflow: Workflow[C], cassette_file: Path, store: Store,
+                 found_for: str | None = None) -> FollowupOutcome:
+    """Re-run a recorded follow-up on ``store`` from its cassette alone: no model, no registry.
+    ``found_for``: the follow-up id it was found for (``verify``: a store's row), which another
+    follow-up's cassette is not."""
     if not Path(cassette_file).is_file():
         raise CassetteError(f"{cassette_file}: no such cassette; fix: pass the path of a "
                             f"{workflow.kind}-*.jsonl.gz file")
@@ -272,6 +275,9 @@ async def replay(workflow: Workflow[C], cassette_file: Path, store: Store) -> Fo
     prepared = workflow.prepare(store, config)
     _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
     fid = followup_id(workflow.kind, _config_json(config), prepared.inputs_hash)
+    if found_for is not None and fid != found_for:
+        raise AnotherJobsCassette(cassette.path, f"header.meta makes it {fid}, but it was found for "
+                                  f"{found_for}", workflow.kind, fid)
     return await _play(workflow, config, prepared, fid, store, cassette, None, entries, "replay")
 
 
