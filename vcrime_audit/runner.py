@@ -351,11 +351,11 @@ async def _replay(cassette_path: Path, db: Path | None) -> RunOutcome:
     return await _play(config, world, _roles(config, entries), cassette, None, store)
 
 
-async def replay_loaded(cassette: Cassette, store: Store, run_id: str | None = None) -> RunOutcome:
-    """:func:`replay` of a cassette already read (mode ``none``) into an open store. ``run_id``:
-    the run it was found for (``verify``: a store's row), which another run's cassette is not."""
+async def replay_loaded(cassette: Cassette, store: Store, found_for: str | None = None) -> RunOutcome:
+    """:func:`replay` of a cassette already read (mode ``none``) into an open store. ``found_for``:
+    the run id it was found for (``verify``: a store's row), which another run's cassette is not."""
     config, world, entries = _from_meta(cassette)
-    if run_id is not None and config.run_id() != run_id:
+    if found_for is not None and config.run_id() != found_for:
         raise AnotherJobsCassette(cassette.path, f"header.meta.config makes it run {config.run_id()}, "
-                                  f"but it was found for run {run_id}", "run", f"run {config.run_id()}")
+                                  f"but it was found for run {found_for}", "run", f"run {config.run_id()}")
     return await _play(config, world, _roles(config, entries), cassette, None, store)

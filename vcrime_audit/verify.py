@@ -99,16 +99,16 @@ def _played(job: Coroutine[Any, Any, T]) -> T:
 
 
 def _replay_in_memory(cassette: Cassette, read: Callable[[Store, str], T],
-                      run_id: str | None = None) -> tuple[Any, T]:
+                      found_for: str | None = None) -> tuple[Any, T]:
     """A run's cassette replayed into a store in memory whose turns' rows are not inserted
     (:class:`store.kept.KeptTurnRows`): the outcome, with its check against the recording, and
     ``read(store, run_id)`` of the rows it derived. Nothing of it is kept, so no file is
-    written, synced and deleted for it. ``run_id``: the run it was found for, if any."""
+    written, synced and deleted for it. ``found_for``: the run id it was found for, if any."""
     from .runner import replay_loaded
 
     scratch = KeptTurnRows()
     try:
-        outcome = _played(replay_loaded(cassette, scratch, run_id))
+        outcome = _played(replay_loaded(cassette, scratch, found_for))
         return outcome, read(scratch, outcome.run_id)
     finally:
         scratch.close()
