@@ -111,3 +111,44 @@ def test_record_then_replay_with_a_scripted_labeller(tmp_path):
     again = run_harm_check(db, tmp_path / "out2", labeller=None, per_attacker=1, seed=9,
                            replay=result.cassette)
     assert (again.model_calls, again.replayed, again.changes) == (0, 4, result.changes)
+
+
+@pytest.mark.parametrize("asked, first", [({"seed": 1}, "seed"), ({"per_attacker": 1}, "sample_hash")])
+def test_another_harm_checks_cassette_at_its_place_is_one_line(tmp_path, asked, first):
+    """A harm check's cassette is named by its labeller, seed and sample: another one copied or
+    renamed there is refused, naming the first differing header field, and nothing is written."""
+    from tests.conftest import ScriptedBackend
+    from vcrime_audit.audit.harm_check_run import run_harm_check
+    from vcrime_audit.cassette import Cassette, CassetteError, RecordMode
+
+    from .tiny import TinyStore
+
+    s = TinyStore(tmp_path / "hc.sqlite")
+    for run_id, attacker in (("a1", "A"), ("b1", "B")):
+        s.run(run_id, "shop__theft", "theft", attacker)
+        for turn, text in ((1, "shove"), (2, "walk"), (3, "wait")):
+            s.turn(run_id, turn, force=1, damage=0, description=f"{text} {run_id}")
+            s.judge(run_id, turn, "j1", 0.5)
+    db = s.close()
+
+    def played(folder, **options):
+        backend = ScriptedBackend(lambda r: {"force": "none", "damage": "none"})
+        return run_harm_check(db, tmp_path / f"out-{folder}", labeller="smollm2-135m",
+                              backend_name="scripted", cassette_dir=tmp_path / folder, inner=backend,
+                              **{"per_attacker": 3, "seed": 0, **options})
+
+    recorded, other = played("a").cassette, played("b", **asked).cassette
+    assert recorded.name != other.name
+    place = tmp_path / "c" / other.name
+    place.parent.mkdir()
+    place.write_bytes(recorded.read_bytes())
+    with pytest.raises(CassetteError) as info:
+        played("c", **asked)
+    kept = Cassette(recorded, RecordMode.none).meta[first]
+    mine = Cassette(other, RecordMode.none).meta[first]
+    assert str(info.value) == (
+        f"{place}: header.meta.{first} is {kept!r}, but this harm check has {mine!r}: the file is "
+        "another harm check's recording; fix: put this harm check's own cassette there (from git or a "
+        "backup), or move the file away to record it anew")
+    assert place.read_bytes() == recorded.read_bytes() and sorted(place.parent.iterdir()) == [place]
+    assert not (tmp_path / "out-c").exists()

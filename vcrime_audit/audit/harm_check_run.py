@@ -52,6 +52,19 @@ def _entries(cassette: Any, labeller: str | None) -> dict[str, Any]:
     return {labeller: get_model(labeller)}
 
 
+def _check_same_harm_check(cassette: Any, asked: dict[str, Any]) -> None:
+    """The cassette at a harm check's place (named by its labeller, seed and sample) must record
+    that harm check: another one's there (a file copied or renamed over it) would label another
+    sample, or go on recording into that file."""
+    from ..cassette.errors import AnotherJobsCassette
+
+    for key, value in asked.items():
+        if cassette.meta.get(key) != value:
+            raise AnotherJobsCassette(cassette.path, f"header.meta.{key} is {cassette.meta.get(key)!r}, "
+                                      f"but this harm check has {value!r}", "harm check",
+                                      "another harm check")
+
+
 def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: int, seed: int,
                    backend_name: str = "local", cassette_dir: Path = DEFAULT_CASSETTES,
                    record_mode: str = "once", replay: Path | None = None,
@@ -93,6 +106,8 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
             raise ValueError("--labeller: name a model from the registry (local_models/), e.g. smollm2-135m")
         cassette = Cassette(Path(cassette_dir) / f"{KIND}-{content_hash([labeller, seed, sample_hash], 4)}"
                             ".jsonl.gz", RecordMode(record_mode))
+        if cassette.meta:
+            _check_same_harm_check(cassette, {"labeller": labeller, "seed": seed, "sample_hash": sample_hash})
     entries = _entries(cassette, labeller)
     if not cassette.meta:
         cassette.meta = {"kind": KIND, "labeller": labeller, "seed": seed, "per_attacker": per_attacker,
