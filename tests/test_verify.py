@@ -149,7 +149,7 @@ def test_another_runs_cassette_under_a_runs_name_is_named_and_nothing_is_repaire
 
     code, out = verify("--db", str(db), "--repair", str(folder))
     assert code == 1 and "repaired" not in out and "1 verified, 1 with problems" in out, out
-    assert f"run {other_id}: {other}: header.meta.config makes it run {kept_id}, but it " \
+    assert f"run {other_id}: {other}: header.meta makes it run {kept_id}, but it " \
         f"was found for run {other_id}: the file is run {kept_id}'s recording; fix: " in out
     assert list(sqlite3.connect(db).iterdump()) == before
 
@@ -336,6 +336,7 @@ def test_repair_refuses_another_jobs_cassette_under_a_jobs_name(demo_store, tmp_
     assert code == 1 and "repaired" not in out, out
     [line] = [line for line in out.splitlines() if job_id in line]
     assert line.startswith("differs") and f"{folder / cassette.name}: header.meta" in line, line
-    assert f"but it was found for {'certification ' * (table == 'certifications')}{job_id}: the file " \
-        "is " in line and "'s recording; fix: put this " in line, line
+    job = "certification" if table == "certifications" else "follow-up"
+    assert f"but it was found for {job} {job_id}: the file is {job} " in line \
+        and "'s recording; fix: put this " in line, line
     assert list(sqlite3.connect(db).iterdump()) == before

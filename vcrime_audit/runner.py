@@ -13,7 +13,7 @@ from .backends.base import ModelBackend
 from .backends.registry import make_backend
 from .canonical import content_hash, rows_content_hash
 from .cassette import Cassette, CassetteError, RecordMode
-from .cassette.errors import AnotherJobsCassette
+from .cassette.errors import check_recorded_job
 from .collector import collector_off_while_runs_play
 from .defaults import DEFAULT_CASSETTES, DEFAULT_DB, DEFAULT_TASK
 from .engine import Engine, EpisodeLimits, Roles, TurnRecord
@@ -261,7 +261,8 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
                         unread_requests=True)
     if cassette.meta:
         recorded, world, entries = _from_meta(cassette)
-        _check_same_run(cassette.path, recorded, config)
+        check_recorded_job(cassette.path, "run", recorded.run_id(), config.run_id(), recorded.__dict__,
+                           config.__dict__)
     else:
         inputs = inputs or EpisodeInputs()
         world, recorded_world = inputs.world(config.task)
@@ -282,20 +283,6 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     finally:
         if own:
             store.close()
-
-
-def _check_same_run(path: Path, recorded: RunConfig, config: RunConfig) -> None:
-    """The cassette at a run's place must be that run's recording. Another run's cassette there (a
-    file copied or renamed over it) would replay as itself, its world and answers being its own,
-    and its rows would be stored under this run's id: a study would count one task twice and
-    another not at all, and say "identical". The run id hashes every field, so equal fields are
-    the same run."""
-    differing = [f for f in RunConfig.__dataclass_fields__ if getattr(recorded, f) != getattr(config, f)]
-    if differing:
-        name = differing[0]
-        raise AnotherJobsCassette(path, f"header.meta.config.{name} is {getattr(recorded, name)!r}, but "
-                                  f"run {config.run_id()} has {getattr(config, name)!r}", "run",
-                                  f"run {recorded.run_id()}")
 
 
 def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:
@@ -355,7 +342,6 @@ async def replay_loaded(cassette: Cassette, store: Store, found_for: str | None 
     """:func:`replay` of a cassette already read (mode ``none``) into an open store. ``found_for``:
     the run id it was found for (``verify``: a store's row), which another run's cassette is not."""
     config, world, entries = _from_meta(cassette)
-    if found_for is not None and config.run_id() != found_for:
-        raise AnotherJobsCassette(cassette.path, f"header.meta.config makes it run {config.run_id()}, "
-                                  f"but it was found for run {found_for}", "run", f"run {config.run_id()}")
+    if found_for is not None:
+        check_recorded_job(cassette.path, "run", config.run_id(), found_for)
     return await _play(config, world, _roles(config, entries), cassette, None, store)

@@ -147,8 +147,8 @@ def test_another_harm_checks_cassette_at_its_place_is_one_line(tmp_path, asked, 
     kept = Cassette(recorded, RecordMode.none).meta[first]
     mine = Cassette(other, RecordMode.none).meta[first]
     assert str(info.value) == (
-        f"{place}: header.meta.{first} is {kept!r}, but this harm check has {mine!r}: the file is "
-        "another harm check's recording; fix: put this harm check's own cassette there (from git or a "
-        "backup), or move the file away to record it anew")
+        f"{place}: header.meta.{first} is {kept!r}, but harm check {other.name[:-9]} has {mine!r}: the "
+        f"file is harm check {recorded.name[:-9]}'s recording; fix: put this harm check's own cassette "
+        "there (from git or a backup), or move the file away to record it anew")
     assert place.read_bytes() == recorded.read_bytes() and sorted(place.parent.iterdir()) == [place]
     assert not (tmp_path / "out-c").exists()

@@ -80,8 +80,8 @@ def test_another_configs_cassette_at_a_followups_place_is_one_line(recorded, tmp
     if same_inputs:  # else the inputs' own line comes first (test_replay_into_a_store_with_other_runs...)
         asked, kept = session._config_json(config), session._config_json(recorded_config)
         first = next(k for k in sorted(asked) if asked[k] != kept[k])
-        assert f"header.meta.config.{first} is {kept[first]!r}, but this interrogate has " \
-            f"{asked[first]!r}: the file is another interrogate's recording; fix: " in message
+        assert f"header.meta.config.{first} is {kept[first]!r}, but follow-up {fid} has " \
+            f"{asked[first]!r}: the file is follow-up {outcome.followup_id}'s recording; fix: " in message
     assert store.db.conn.execute("SELECT count(*) FROM followups").fetchone() == before
     assert (folder / f"{fid}.jsonl.gz").read_bytes() == outcome.cassette.read_bytes()
 

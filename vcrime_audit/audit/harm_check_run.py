@@ -52,17 +52,18 @@ def _entries(cassette: Any, labeller: str | None) -> dict[str, Any]:
     return {labeller: get_model(labeller)}
 
 
-def _check_same_harm_check(cassette: Any, asked: dict[str, Any]) -> None:
-    """The cassette at a harm check's place (named by its labeller, seed and sample) must record
-    that harm check: another one's there (a file copied or renamed over it) would label another
-    sample, or go on recording into that file."""
-    from ..cassette.errors import AnotherJobsCassette
+def _harm_check_id(labeller: str, seed: int, sample_hash: str) -> str:
+    return f"{KIND}-{content_hash([labeller, seed, sample_hash], 4)}"
 
-    for key, value in asked.items():
-        if cassette.meta.get(key) != value:
-            raise AnotherJobsCassette(cassette.path, f"header.meta.{key} is {cassette.meta.get(key)!r}, "
-                                      f"but this harm check has {value!r}", "harm check",
-                                      "another harm check")
+
+def _check_recorded(cassette: Any, asked: dict[str, Any]) -> None:
+    """The cassette at a harm check's place must record that harm check (its labeller, seed and
+    sample name it): :func:`cassette.errors.check_recorded_job`."""
+    from ..cassette.errors import check_recorded_job
+
+    recorded = {k: cassette.meta.get(k) for k in asked}
+    check_recorded_job(cassette.path, "harm check", _harm_check_id(**recorded), _harm_check_id(**asked),
+                       recorded, asked, where="header.meta")
 
 
 def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: int, seed: int,
@@ -104,10 +105,10 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
     else:
         if not labeller:
             raise ValueError("--labeller: name a model from the registry (local_models/), e.g. smollm2-135m")
-        cassette = Cassette(Path(cassette_dir) / f"{KIND}-{content_hash([labeller, seed, sample_hash], 4)}"
-                            ".jsonl.gz", RecordMode(record_mode))
+        cassette = Cassette(Path(cassette_dir) / f"{_harm_check_id(labeller, seed, sample_hash)}.jsonl.gz",
+                            RecordMode(record_mode))
         if cassette.meta:
-            _check_same_harm_check(cassette, {"labeller": labeller, "seed": seed, "sample_hash": sample_hash})
+            _check_recorded(cassette, {"labeller": labeller, "seed": seed, "sample_hash": sample_hash})
     entries = _entries(cassette, labeller)
     if not cassette.meta:
         cassette.meta = {"kind": KIND, "labeller": labeller, "seed": seed, "per_attacker": per_attacker,

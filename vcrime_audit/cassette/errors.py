@@ -3,6 +3,7 @@ that failed when it was recorded."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,29 @@ class NoSuchCassette(CassetteError):
 class AnotherJobsCassette(CassetteError):
     """The cassette at a job's place records another job (a file copied or renamed there)."""
 
-    def __init__(self, path: Path, where: str, job: str, found: str) -> None:
-        super().__init__(f"{path}: {where}: the file is {found}'s recording; fix: put this {job}'s own "
-                         "cassette there (from git or a backup), or move the file away to record it "
-                         "anew")
+
+def check_recorded_job(path: Path, job: str, recorded_id: str, wanted_id: str,
+                       recorded: Mapping[str, Any] | None = None, wanted: Mapping[str, Any] | None = None,
+                       where: str = "header.meta.config") -> None:
+    """Raise :class:`AnotherJobsCassette` unless the cassette at ``path`` records the job asked
+    for: a job's id hashes what makes it, so equal ids are the same job. Played as the asked job,
+    another one's cassette would replay as itself and be stored under the asked id, or go on
+    recording into that file. With both jobs' fields (``recorded``, ``wanted``, at ``where`` in the
+    header), the line names the first field that differs, in the asked job's order."""
+    if recorded_id == wanted_id:
+        return
+    names = [*wanted, *(k for k in recorded if k not in wanted)] \
+        if recorded is not None and wanted is not None else []
+    name = next((k for k in names if (k in recorded, recorded.get(k)) != (k in wanted, wanted.get(k))),
+                None)
+    if name is None:
+        what = f"header.meta makes it {job} {recorded_id}, but it was found for {job} {wanted_id}"
+    else:
+        shown = [repr(side[name]) if name in side else "absent" for side in (recorded, wanted)]
+        what = f"{where}.{name} is {shown[0]}, but {job} {wanted_id} has {shown[1]}"
+    raise AnotherJobsCassette(f"{path}: {what}: the file is {job} {recorded_id}'s recording; fix: put "
+                              f"this {job}'s own cassette there (from git or a backup), or move the "
+                              "file away to record it anew")
 
 
 class CassetteMiss(Exception):

@@ -17,7 +17,7 @@ from ..backends.base import ModelBackend
 from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
-from ..cassette.errors import AnotherJobsCassette
+from ..cassette.errors import check_recorded_job
 from ..defaults import DEFAULT_CASSETTES, DEFAULT_DB
 from ..defaults import DEMO_QUERIES as DEMO
 from ..identity import CheckedOutcome, ReplayCheck
@@ -196,19 +196,10 @@ class Setup:
     entries: dict[str, ModelEntry]
 
 
-def _check_same_certification(path: Path, setup: Setup, config: CertifyConfig, spec: QuerySpec) -> None:
-    """The cassette at a certification's place must be that certification's recording: another
-    one's there (a file copied or renamed over it) would replay as itself, and the certificate of
-    another model, seed or ``n`` would be reported for the one asked for."""
-    wanted, found = config.certification_id(spec), setup.config.certification_id(setup.spec)
-    if found == wanted:
-        return
-    differing = [f.name for f in fields(CertifyConfig) if f.name not in ("queries", "preset")
-                 and getattr(setup.config, f.name) != getattr(config, f.name)]
-    where = (f"header.meta.config.{differing[0]} is {getattr(setup.config, differing[0])!r}, but "
-             f"certification {wanted} has {getattr(config, differing[0])!r}" if differing else
-             f"header.meta.spec is not the one {shown_path(config.query_path())} holds now")
-    raise AnotherJobsCassette(path, where, "certification", f"certification {found}")
+def _identity_fields(config: CertifyConfig) -> dict[str, Any]:
+    """A resolved config's fields that can tell two certifications apart (the query file's path
+    and the preset's name do not: its rules enter resolved)."""
+    return {k: v for k, v in asdict(config).items() if k not in ("queries", "preset")}
 
 
 def _from_meta(cassette: Cassette) -> Setup:
@@ -346,7 +337,9 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     cassette = Cassette(cassette_path(config.certification_id(spec), cassette_dir), mode)
     if cassette.meta:
         setup = _from_meta(cassette)
-        _check_same_certification(cassette.path, setup, config, spec)
+        check_recorded_job(cassette.path, "certification", setup.config.certification_id(setup.spec),
+                           config.certification_id(spec), _identity_fields(setup.config),
+                           _identity_fields(config))
     else:
         names = {config.model} | ({config.judge} if config.judge_is_llm else set())
         entries = {name: get_model(name) for name in sorted(names)}
@@ -375,9 +368,7 @@ async def replay_certification(cassette_file: Path, db: Path | None = None,
     cassette = Cassette(cassette_file, RecordMode.none)
     setup = _from_meta(cassette)
     cid = setup.config.certification_id(setup.spec)
-    if found_for is not None and cid != found_for:
-        raise AnotherJobsCassette(cassette.path, f"header.meta.config makes it certification {cid}, "
-                                  f"but it was found for certification {found_for}", "certification",
-                                  f"certification {cid}")
+    if found_for is not None:
+        check_recorded_job(cassette.path, "certification", cid, found_for)
     store = Store(db or Path("runs") / f"replay-certify-{cid}.sqlite")
     return await _play(setup, cassette, None, store, progress)

@@ -24,7 +24,7 @@ from ..backends.registry import make_backend
 from ..canonical import canonical_json, content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
 from ..cassette.cassette import UNIT
-from ..cassette.errors import AnotherJobsCassette
+from ..cassette.errors import check_recorded_job
 from ..defaults import DEFAULT_CASSETTES
 from ..fingerprints import weights_digest
 from ..identity import CheckedOutcome, ReplayCheck
@@ -212,24 +212,6 @@ def _check_inputs(cassette: Cassette, store: Store, kind: str, inputs_hash: str)
             "`vcrime-audit replay cassettes/robotics_company__data_theft-s0-e3005c10.jsonl.gz --db STORE`)")
 
 
-def _check_config(cassette: Cassette, kind: str, config_json: dict[str, Any]) -> None:
-    """The cassette at a follow-up's place must be that follow-up's recording (its inputs are
-    :func:`_check_inputs`'): another one's there (a file copied or renamed over it) would replay as
-    far as its answers fit, and its results would be stored as those of the config asked for."""
-    recorded = cassette.meta["config"]
-    if recorded == config_json:
-        return
-    if not isinstance(recorded, dict):
-        raise AnotherJobsCassette(cassette.path, "header.meta.config is not an object", kind,
-                                  f"another {kind}")
-    name = next(k for k in sorted(set(recorded) | set(config_json))
-                if (k in recorded, recorded.get(k)) != (k in config_json, config_json.get(k)))
-    shown = {side: repr(c[name]) if name in c else "absent" for side, c in
-             (("recorded", recorded), ("asked", config_json))}
-    raise AnotherJobsCassette(cassette.path, f"header.meta.config.{name} is {shown['recorded']}, but "
-                              f"this {kind} has {shown['asked']}", kind, f"another {kind}")
-
-
 async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name: str,
                  cassette_dir: Path = DEFAULT_CASSETTES, mode: RecordMode = RecordMode.once,
                  inner: ModelBackend | None = None, concurrency: int = 1) -> FollowupOutcome:
@@ -248,7 +230,10 @@ async def record(workflow: Workflow[C], config: C, store: Store, *, backend_name
     if cassette.meta:
         entries = _entries_from_meta(cassette, workflow.kind)
         _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
-        _check_config(cassette, workflow.kind, config_json)
+        recorded = cassette.meta["config"]
+        check_recorded_job(cassette.path, "follow-up", followup_id(workflow.kind, recorded,
+                                                                   cassette.meta["inputs_hash"]),
+                           fid, recorded if isinstance(recorded, dict) else None, config_json)
     else:
         entries = {name: get_model(name) for name in sorted(set(prepared.models))}
         cassette.meta = {"kind": META_KIND, "followup": workflow.kind, "config": config_json,
@@ -275,9 +260,8 @@ async def replay(workflow: Workflow[C], cassette_file: Path, store: Store,
     prepared = workflow.prepare(store, config)
     _check_inputs(cassette, store, workflow.kind, prepared.inputs_hash)
     fid = followup_id(workflow.kind, _config_json(config), prepared.inputs_hash)
-    if found_for is not None and fid != found_for:
-        raise AnotherJobsCassette(cassette.path, f"header.meta makes it {fid}, but it was found for "
-                                  f"{found_for}", workflow.kind, fid)
+    if found_for is not None:
+        check_recorded_job(cassette.path, "follow-up", fid, found_for)
     return await _play(workflow, config, prepared, fid, store, cassette, None, entries, "replay")
 
 
