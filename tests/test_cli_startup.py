@@ -44,7 +44,8 @@ def test_the_audit_reads_other_workflows_sections_without_their_code(tmp_path):
 
     db = tmp_path / "store.sqlite"
     Store(db).close()
-    code = ("import sys\nfrom pathlib import Path\nfrom vcrime_audit.audit.report import other_sections\n"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from vcrime_audit.audit.other_sections import other_sections\n"
             f"assert other_sections(Path({str(db)!r}))\n"
             f"print(','.join(m for m in {SECTIONS_NEED_NONE_OF!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

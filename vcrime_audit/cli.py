@@ -143,8 +143,8 @@ def show(
     from .transcript import render_transcript
 
     try:
-        with reading_store(db):
-            text = render_transcript(Store.open_existing(db), run_id)
+        with reading_store(db), Store.open_existing(db) as store:
+            text = render_transcript(store, run_id)
     except user_errors() as exc:
         fail(printable(exc, keep=""))
     typer.echo(printable(text))
@@ -156,8 +156,8 @@ def runs(db: Path = typer.Option(DEFAULT_DB, help="SQLite store.")) -> None:
     from .store import Store
 
     try:
-        with reading_store(db):
-            stored = Store.open_existing(db).runs()
+        with reading_store(db), Store.open_existing(db) as store:
+            stored = store.runs()
     except user_errors() as exc:
         fail(printable(exc, keep=""))
     rows = [[printable(str(r[k]), keep="") for k in ("run_id", "status", "turns", "attacker", "judge",

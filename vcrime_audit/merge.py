@@ -66,15 +66,23 @@ def _copy_plans(source: Store, target: Store, tables: tuple[str, ...]) -> list[t
 
 def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
     """Copy every run of ``inputs`` into ``out``. The same run id with other content is an error."""
-    sources = [Store.open_existing(path) for path in inputs]
-    target = Store(out)
-    report = MergeReport()
-    for path, source in zip(inputs, sources, strict=True):
-        try:
-            _merge_one(path, source, target, out, report)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path}: cannot be read or merged ({exc}); fix: check both stores "
-                             "with `vcrime-audit verify`") from None
+    stores: list[Store] = []  # the sources, then the target
+    try:
+        for path in inputs:
+            stores.append(Store.open_existing(path))
+        sources, target = list(stores), Store(out)
+        stores.append(target)
+        report = MergeReport()
+        for path, source in zip(inputs, sources, strict=True):
+            try:
+                with source.one_moment():  # a shard that a study still writes: as it was then
+                    _merge_one(path, source, target, out, report)
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{path}: cannot be read or merged ({exc}); fix: check both "
+                                 "stores with `vcrime-audit verify`") from None
+    finally:
+        for store in stores:
+            store.close()
     return report
 
 

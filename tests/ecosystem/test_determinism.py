@@ -170,7 +170,7 @@ def test_study_check_determinism_writes_the_store_and_the_report(tmp_path):
     import yaml
 
     from tests.followups.conftest import ROOT
-    from vcrime_audit.audit.report import other_sections
+    from vcrime_audit.audit.other_sections import other_sections
 
     spec = yaml.safe_load((ROOT / "studies" / "demo.yaml").read_text())
     spec.update(tasks=["robotics_company__data_theft"], seeds=[0], db=str(tmp_path / "study.sqlite"),

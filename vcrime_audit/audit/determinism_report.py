@@ -6,18 +6,22 @@ the rows with sqlite3 alone, and starting it imports no cassette or backend code
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
+
+DeterminismRow = tuple[str, int, int, int, int]
+"""backend, calls sent, identical, same fingerprint, cassettes."""
 
 
-def determinism_section(db: Path) -> list[str]:
-    """The audit report's section on determinism checks stored in ``db`` (none: no section)."""
-    with sqlite3.connect(db) as conn:
-        try:
-            rows = conn.execute("SELECT backend, COUNT(*), SUM(identical), SUM(fingerprint_match), "
-                                "COUNT(DISTINCT cassette) FROM determinism GROUP BY backend "
-                                "ORDER BY backend").fetchall()
-        except sqlite3.OperationalError:
-            return []
+def read_determinism(conn: sqlite3.Connection) -> list[DeterminismRow]:
+    """Per backend: calls sent again, identical, same fingerprint, cassettes (none: no table)."""
+    try:
+        return conn.execute("SELECT backend, COUNT(*), SUM(identical), SUM(fingerprint_match), "
+                            "COUNT(DISTINCT cassette) FROM determinism GROUP BY backend "
+                            "ORDER BY backend").fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
+def determinism_lines(rows: list[DeterminismRow]) -> list[str]:
     if not rows:
         return []
     lines = ["## Determinism", "",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..store import Store
@@ -103,12 +103,24 @@ def rejudged_turns(judgments: Iterable[StoredJudgment], runs: Container[str]) ->
 
 
 def load_followup_rows(store: Store, judgments: Iterable[StoredJudgment] | None = None) -> FollowupRows:
-    """Rows of finished runs only, like the rest of the audit. ``judgments``:
-    ``load.read_judgments`` of ``store``, when already read."""
+    """Rows of finished runs only, like the rest of the audit, read at one moment. ``judgments``:
+    ``load.read_judgments`` of ``store`` at that moment, when already read."""
+    with store.one_moment():
+        return with_rejudged(read_followup_tables(store),
+                             read_judgments(store) if judgments is None else judgments)
+
+
+def with_rejudged(tables: FollowupRows, judgments: Iterable[StoredJudgment]) -> FollowupRows:
+    """``tables`` with the re-judged turns of its runs, from the judgments read with them."""
+    return replace(tables, rejudged=tuple(rejudged_turns(judgments, tables.runs)))
+
+
+def read_followup_tables(store: Store) -> FollowupRows:
+    """The follow-up tables' rows of finished runs; the re-judged turns, which come from the
+    judgments, are left to :func:`with_rejudged`."""
     conn = store.db.conn
     runs = {r: RunKey(r, task, attacker) for r, task, attacker, status in conn.execute(
         "SELECT run_id, task_id, attacker, status FROM runs") if status in FINAL_STATUSES}
-    rejudged = rejudged_turns(read_judgments(store) if judgments is None else judgments, runs)
     failed = dict(conn.execute(
         "SELECT judge, COUNT(*) FROM (SELECT DISTINCT run_id, turn, judge FROM rejudged_turns r "
         "WHERE status = 'failed' AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.source = "
@@ -127,5 +139,5 @@ def load_followup_rows(store: Store, judgments: Iterable[StoredJudgment] | None 
     columns = {c.name for c in store.db["models"].columns}
     fingerprints = dict(conn.execute("SELECT name, COALESCE(fingerprint, '') FROM models").fetchall()
                         if "fingerprint" in columns else [])
-    return FollowupRows(runs, tuple(rejudged), failed, tuple(scores), tuple(results),
-                        tuple(interrogations), fingerprints)
+    return FollowupRows(runs, (), failed, tuple(scores), tuple(results), tuple(interrogations),
+                        fingerprints)

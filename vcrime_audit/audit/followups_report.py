@@ -1,18 +1,17 @@
 """Report sections and summary.json part for the follow-ups (formatting only).
 
 ``followups_markdown(audit)`` gives the report lines, ``followups_json(audit)`` the summary part;
-pipeline.run_audit computes the FollowupsAudit with ``audit_followups(store, ...)``.
+pipeline.run_audit computes the FollowupsAudit (followups_load, followups_stats).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..followups.questionnaire import CONDITIONS, QUESTIONS
 from ..followups.rubric import DIMENSIONS
 from .agreement import Agreement
-from .followups_load import load_followup_rows
 from .followups_stats import (
     ALL,
     INTERROGATION_METRICS,
@@ -20,24 +19,10 @@ from .followups_stats import (
     FollowupsAudit,
     PairAudit,
     Rate,
-    followups_audit,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from ..store import Store
-    from .records import StoredJudgment
 
 CONDITION_TEXT = {"CTRL": "A0 B0", "B1": "A0 B1", "A1": "A1 B0", "A1B1": "A1 B1", "A2": "A2 B0",
                   "A2B1": "A2 B1"}
-
-
-def audit_followups(store: Store, *, n_resamples: int, seed: int, confidence: float,
-                    judgments: Iterable[StoredJudgment] | None = None) -> FollowupsAudit:
-    """``judgments``: ``load.read_judgments`` of ``store``, when already read."""
-    return followups_audit(load_followup_rows(store, judgments), n_resamples=n_resamples, seed=seed,
-                           confidence=confidence)
 
 
 def _num(x: float | None, digits: int = 2) -> str:

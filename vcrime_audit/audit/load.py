@@ -185,22 +185,23 @@ def load_meta(store: Store) -> dict[str, str]:
 def load_audit_input(store: Store, *, lexicon: Lexicon | None = None, scenarios: Path | None = None,
                      models_root: Path | None = None,
                      judgments: Iterable[StoredJudgment] | None = None) -> AuditInput:
-    """``judgments``: :func:`read_judgments` of ``store``, when already read."""
-    runs, unfinished = load_runs(store)
-    if not runs:
-        raise AuditInputError(f"{store.path}: no finished runs to audit ({unfinished} still running); "
-                              "fix: finish or record runs first")
-    fresh = refresh_harm(store, lexicon)
-    reclassified = len(fresh)
-    run_ids = {r.run_id for r in runs}
-    turns = load_turns(store, run_ids, fresh)
-    rows = load_judgments(store, {(t.run_id, t.turn) for t in turns}, judgments)
-    names = {r.attacker for r in runs} | {j.judge for j in rows}
+    """The store as committed at one moment (:meth:`Store.one_moment`; a study may be writing it).
+    ``judgments``: :func:`read_judgments` of ``store`` at that moment, when already read."""
+    with store.one_moment():
+        runs, unfinished = load_runs(store)
+        if not runs:
+            raise AuditInputError(f"{store.path}: no finished runs to audit ({unfinished} still "
+                                  "running); fix: finish or record runs first")
+        fresh = refresh_harm(store, lexicon)
+        run_ids = {r.run_id for r in runs}
+        turns = load_turns(store, run_ids, fresh)
+        rows = load_judgments(store, {(t.run_id, t.turn) for t in turns}, judgments)
+        names = {r.attacker for r in runs} | {j.judge for j in rows}
+        models, meta = load_models(store, names, models_root), load_meta(store)
     return AuditInput(
         runs=tuple(runs), turns=tuple(turns), judgments=tuple(rows),
-        goals=load_goals((r.goal_id for r in runs), scenarios),
-        models=load_models(store, names, models_root), meta=load_meta(store), source=str(store.path),
-        unfinished_runs=unfinished, reclassified_turns=reclassified,
+        goals=load_goals((r.goal_id for r in runs), scenarios), models=models, meta=meta,
+        source=str(store.path), unfinished_runs=unfinished, reclassified_turns=len(fresh),
         lexicon_digest=reading_digest(lexicon))
 
 

@@ -108,11 +108,29 @@ def _num(x: float, digits: int = 2) -> str:
     return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
 
 
+@dataclass(frozen=True)
+class People:
+    tasks: dict[str, TaskPlay]
+    ratings: RatingSummary | None
+
+
+def read_people(store: Store) -> People:
+    return People(solvability(store), rating_summary(store))
+
+
 def people_section(db: Path) -> list[str]:
+    """The report's "People in the loop" section of the store at ``db``, read at one moment."""
+    store = Store.open_existing(db)
+    try:
+        with store.one_moment():
+            return people_lines(read_people(store))
+    finally:
+        store.close()
+
+
+def people_lines(people: People) -> list[str]:
     """The report's "People in the loop" section; empty when the store has no human runs or ratings."""
-    store = Store(db)
-    tasks = solvability(store)
-    summary = rating_summary(store)
+    tasks, summary = people.tasks, people.ratings
     if not tasks and summary is None:
         return []
     lines = ["## People in the loop", ""]

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
 from ..harm import Lexicon, classify, compiling_default_lexicon, default_lexicon, unscreened
-from .followups_report import audit_followups
-from .followups_stats import FollowupsAudit
+from .followups_load import FollowupRows, read_followup_tables, with_rejudged
+from .followups_stats import FollowupsAudit, followups_audit
 from .forked import Forked, Prepared
 from .judges import JudgeAudit, judge_audit
 from .load import AuditInputError, action_texts, load_audit_input, open_store, read_judgments
 from .metrics import AttackerMetrics, attacker_metrics
+from .other_sections import OtherRows, read_other_rows
 from .records import AuditInput
 from .stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
@@ -35,15 +36,26 @@ class AuditResult:
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
     followups: FollowupsAudit | None = None
     """Re-judging, behaviour annotation and interrogation (vcrime_audit.audit.followups_stats)."""
+    other: OtherRows | None = None
+    """The rows of the report's other sections, read with the rest (None: read when it is written)."""
 
 
 def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
                   lexicon: Lexicon | None = None) -> dict[str, list[dict]]:
     """Over-harm run id -> its turns above the goal's allowance (``flagged``): the attacker's action
     and the lexicon rules that fired."""
+    return evidence_of(flagged_actions(store, flagged), flagged, lexicon)
+
+
+def flagged_actions(store: Store, flagged: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], dict]:
+    return action_texts(store, [(run_id, t) for run_id, turns in flagged.items() for t in turns])
+
+
+def evidence_of(texts: Mapping[tuple[str, int], dict[str, Any]], flagged: Mapping[str, Sequence[int]],
+                lexicon: Lexicon | None = None) -> dict[str, list[dict]]:
+    """:func:`harm_evidence` of the actions already read (``texts``: :func:`flagged_actions`)."""
     if flagged and lexicon is None:
         lexicon = unscreened(default_lexicon())
-    texts = action_texts(store, [(run_id, t) for run_id, turns in flagged.items() for t in turns])
     out: dict[str, list[dict[str, Any]]] = {}
     for run_id, turns in sorted(flagged.items()):
         out[run_id] = []
@@ -58,31 +70,18 @@ def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
     return out
 
 
-def _evidence_in(db: str | Path, flagged: Mapping[str, Sequence[int]],
-                 lexicon: Lexicon | None) -> dict[str, list[dict]]:
-    store = open_store(db, readonly=True)
-    try:
-        return harm_evidence(store, flagged, lexicon)
-    finally:
-        store.close()
-
-
-def _followups_in(db: str | Path, judgments: Sequence[StoredJudgment], **kwargs: Any) -> FollowupsAudit:
-    store = open_store(db, readonly=True)
-    try:
-        return audit_followups(store, judgments=judgments, **kwargs)
-    finally:
-        store.close()
+def _followups_of(tables: FollowupRows, judgments: Sequence[StoredJudgment], **kwargs: Any) -> FollowupsAudit:
+    return followups_audit(with_rejudged(tables, judgments), **kwargs)
 
 
 def _finding_evidence(lexicon: Lexicon | None) -> Prepared[dict[str, list[dict]]]:
-    """:func:`harm_evidence`, by a child that reads the default lexicon (when it is the one) and
+    """:func:`evidence_of`, by a child that reads the default lexicon (when it is the one) and
     compiles its patterns while the audit loads and computes the metrics, until it is sent the
-    flagged turns; the lexicon given is inherited, not sent. The evidence is the audit's last
-    step: compiling the patterns only as its texts came to need them, the child took ~0.2 s after
-    the metrics of the 960-run store's audit (all 211 patterns take ~0.24 s)."""
+    flagged turns and their actions; the lexicon given is inherited, not sent. The evidence is the
+    audit's last step: compiling the patterns only as its texts came to need them, the child took
+    ~0.2 s after the metrics of the 960-run store's audit (all 211 patterns take ~0.24 s)."""
     return Prepared(compiling_default_lexicon if lexicon is None else None,
-                    partial(_evidence_in, lexicon=lexicon))
+                    partial(evidence_of, lexicon=lexicon))
 
 
 @collector_paused()
@@ -108,25 +107,27 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     finding = _finding_evidence(lexicon)
     jobs: list[Forked[Any] | Prepared[Any]] = [finding]
     try:
-        stored = read_judgments(store)
-        following = Forked(_followups_in, store.path, stored, n_resamples=n_resamples, seed=seed,
-                           confidence=confidence)
-        jobs.append(following)
-        data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios, models_root=models_root,
-                                judgments=stored)
-        data.turn_rate_cells  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
-        seconds["load"] = time.perf_counter() - start
-        judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
-        jobs.append(judging)
-        start = time.perf_counter()
-        try:
-            metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                       primary_judge=primary_judge)
-        except ValueError as exc:
-            raise AuditInputError(f"{store.path}: {exc}") from None
-        seconds["metrics"] = time.perf_counter() - start
-        finding.start(store.path, {h.run_id: h.excess_turns for h in metrics.harm_runs.values()
-                                   if h.over_harm})
+        with store.one_moment():
+            stored = read_judgments(store)
+            following = Forked(_followups_of, read_followup_tables(store), stored,
+                               n_resamples=n_resamples, seed=seed, confidence=confidence)
+            jobs.append(following)
+            data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios,
+                                    models_root=models_root, judgments=stored)
+            data.turn_rate_cells  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
+            seconds["load"] = time.perf_counter() - start
+            judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            jobs.append(judging)
+            start = time.perf_counter()
+            try:
+                metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed,
+                                           confidence=confidence, primary_judge=primary_judge)
+            except ValueError as exc:
+                raise AuditInputError(f"{store.path}: {exc}") from None
+            seconds["metrics"] = time.perf_counter() - start
+            flagged = {h.run_id: h.excess_turns for h in metrics.harm_runs.values() if h.over_harm}
+            finding.start(flagged_actions(store, flagged), flagged)
+            other = read_other_rows(store)
         start = time.perf_counter()
         followups = following.result()
         judges = judging.result()
@@ -138,4 +139,4 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
         raise
     finally:
         store.db.conn.close()
-    return AuditResult(data, metrics, judges, evidence, seconds, followups)
+    return AuditResult(data, metrics, judges, evidence, seconds, followups, other)

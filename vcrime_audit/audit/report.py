@@ -18,6 +18,7 @@ from .figures import draw_all
 from .followups_report import followups_markdown
 from .judges import RELATIONS, JudgeAudit
 from .metrics import PAIRWISE_METRICS, AttackerMetrics
+from .other_sections import other_sections, other_sections_lines
 from .pipeline import AuditResult
 from .summary import lineage, summary
 from .synthetic import SYNTHETIC_NOTE
@@ -189,17 +190,6 @@ def _range(low: float, high: float) -> str:
     return "n/a" if math.isnan(low) else f"{100 * low:+.1f} ... {100 * high:+.1f}"
 
 
-def other_sections(db: Path) -> list[str]:
-    """Sections from the other workflows that write to the same store (markdown, one each)."""
-    from ..certify.report import certification_section
-    from ..certify.store import load_certification_rows
-    from .determinism_report import determinism_section
-    from .people import people_section
-
-    return [certification_section(load_certification_rows(db)), "", *people_section(db),
-            *determinism_section(db)]
-
-
 def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str:
     m, data = result.metrics, result.data
     conf = f"{100 * m.confidence:.0f}%"
@@ -256,7 +246,8 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
     lines += _judge_sections(result.judges)
     if result.followups is not None:
         lines += followups_markdown(result.followups)
-    lines += [section for section in other_sections(Path(data.source))]
+    lines += other_sections_lines(result.other) if result.other is not None else \
+        other_sections(Path(data.source))
     lines += ["## Attacker codes", ""] + [f"- {c}: {a}" for a, c in codes(m.attackers).items()] + [""]
     return "\n".join(lines)
 

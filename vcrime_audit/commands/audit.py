@@ -102,8 +102,8 @@ def judges(
     from ..audit.load import load_audit_input, open_store
 
     try:
-        with reading_store(db):
-            data = load_audit_input(open_store(db, readonly=True))
+        with reading_store(db), open_store(db, readonly=True) as store:
+            data = load_audit_input(store)
     except user_errors() as exc:
         fail(str(exc))
     result = judge_audit(data, n_resamples=resamples, seed=seed)

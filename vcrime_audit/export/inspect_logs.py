@@ -53,6 +53,7 @@ from ..audit.overharm import RunHarm, run_harm
 from ..backends.base import GenerateRequest
 from ..canonical import content_hash
 from ..cassette import Cassette, CassetteError, RecordMode
+from ..store import Store
 
 SCORES = ("won", "turn_non_failure", "over_harm")
 MESSAGE_TYPES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
@@ -193,36 +194,37 @@ def _rows(conn: sqlite3.Connection, sql: str, args: list[Any]) -> list[dict[str,
 
 def export_store(db: Path, out: Path) -> list[tuple[Path, int]]:
     """Write one ``.eval`` log per attacker x judge into ``out``; return (path, samples) each."""
-    data = load_audit_input(open_store(db))
+    with open_store(db, readonly=True) as store, store.one_moment():  # a study may be writing it
+        return _export(store, db, out)
+
+
+def _export(store: Store, db: Path, out: Path) -> list[tuple[Path, int]]:
+    data = load_audit_input(store)
     harm = run_harm(data.runs, data.turns, data.goals)
     nonfail: dict[tuple[str, str], list[float]] = defaultdict(list)
     for j in data.judgments:
         nonfail[(j.judge, j.run_id)].append(j.non_failure)
-    conn = sqlite3.connect(db)
-    conn.row_factory = None
+    conn = store.db.conn
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    try:
-        runs = {r.run_id: _rows(conn, "SELECT * FROM runs WHERE run_id = ?", [r.run_id])[0]
-                for r in data.runs}
-        slices = sorted({(r.attacker, j) for r in data.runs for (j, run_id) in nonfail
-                         if run_id == r.run_id})
-        for attacker, judge in slices:
-            members = sorted(r.run_id for r in data.runs
-                             if r.attacker == attacker and (judge, r.run_id) in nonfail)
-            samples = []
-            for run_id in members:
-                run = runs[run_id]
-                turns = _rows(conn, "SELECT * FROM turns WHERE run_id = ? ORDER BY turn", [run_id])
-                calls = _rows(conn, "SELECT * FROM calls WHERE run_id = ? ORDER BY turn, seq", [run_id])
-                scores = slice_scores(run, harm[run_id], nonfail[(judge, run_id)])
-                samples.append(sample_for(run, judge, scores, harm[run_id], turns, calls, db))
-            path = out / file_name(attacker, judge)
-            write_eval_log(eval_log(attacker, judge, [runs[m] for m in members], samples, db),
-                           str(path), format="eval")
-            written.append((path, len(samples)))
-    finally:
-        conn.close()
+    runs = {r.run_id: _rows(conn, "SELECT * FROM runs WHERE run_id = ?", [r.run_id])[0]
+            for r in data.runs}
+    slices = sorted({(r.attacker, j) for r in data.runs for (j, run_id) in nonfail
+                     if run_id == r.run_id})
+    for attacker, judge in slices:
+        members = sorted(r.run_id for r in data.runs
+                         if r.attacker == attacker and (judge, r.run_id) in nonfail)
+        samples = []
+        for run_id in members:
+            run = runs[run_id]
+            turns = _rows(conn, "SELECT * FROM turns WHERE run_id = ? ORDER BY turn", [run_id])
+            calls = _rows(conn, "SELECT * FROM calls WHERE run_id = ? ORDER BY turn, seq", [run_id])
+            scores = slice_scores(run, harm[run_id], nonfail[(judge, run_id)])
+            samples.append(sample_for(run, judge, scores, harm[run_id], turns, calls, db))
+        path = out / file_name(attacker, judge)
+        write_eval_log(eval_log(attacker, judge, [runs[m] for m in members], samples, db),
+                       str(path), format="eval")
+        written.append((path, len(samples)))
     return written
 
 

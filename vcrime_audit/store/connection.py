@@ -19,6 +19,10 @@ IN_MEMORY = ":memory:"
 be lost on close), only :meth:`Store.in_memory`'s."""
 
 
+class UnreadableLog(sqlite3.OperationalError):
+    """A store whose write-ahead log cannot be read where it lies (see :func:`_reader`)."""
+
+
 class StoreConnection(sqlite3.Connection):
     """A connection whose commits can be held back, so several migrations (each using
     sqlite-utils, which commits as it goes) form one transaction."""
@@ -61,11 +65,36 @@ def connect(path: Path, readonly: bool, in_memory: bool = False) -> sqlite3.Conn
         _set_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
-    # A read-only connection to a WAL store would leave -wal and -shm files behind; when no
-    # writer has the store open (no -wal file) it is opened as immutable, which creates nothing.
-    idle = not Path(f"{path}-wal").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if idle else "")
-    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, factory=StoreConnection)
+    return _reader(path)
+
+
+def _reader(path: Path) -> sqlite3.Connection:
+    """A connection that reads a store as committed, while other processes may write it.
+
+    SQLite's ``immutable`` flag (no locks, no look at the write-ahead log) would read pages a
+    writer is checkpointing into the file: "database disk image is malformed", or rows of two
+    moments. So a store is opened read-write with ``query_only`` (SQLite refuses every write),
+    which also removes the -wal and -shm files it needs once it closes last; where the file cannot
+    be written, read-only (which may leave those files behind); only where SQLite cannot make the
+    -shm file either (a read-only file system), immutable, and then only with no write-ahead log
+    beside the file, whose commits it would not see."""
+    base = path.resolve().as_uri()
+    for query in ("mode=rw", "mode=ro"):
+        conn = sqlite3.connect(f"{base}?{query}", uri=True, timeout=BUSY_TIMEOUT_S,
+                               factory=StoreConnection)
+        try:
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the log too
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if "unable to open" not in str(exc):
+                raise
+    if Path(f"{path}-wal").exists():
+        raise UnreadableLog(f"its write-ahead log {path.name}-wal holds commits that SQLite reads "
+                            "only where it can write beside the store; fix: copy the store and "
+                            "its -wal file together to a writable folder")
+    return sqlite3.connect(f"{base}?mode=ro&immutable=1", uri=True, factory=StoreConnection)
 
 
 _TEMPLATE_LOCK = threading.Lock()

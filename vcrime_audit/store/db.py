@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import __version__
 from ..canonical import rows_content_hash
 from ..regular_files import not_regular
-from .connection import IN_MEMORY, connect
+from .connection import IN_MEMORY, UnreadableLog, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
 from .sqlite_utils_without_numpy import sqlite_utils
@@ -124,6 +124,8 @@ class Store:
             raise StoreError(f"{self.path}: written by a newer vcrime-audit (schema migration(s) "
                              f"{exc} unknown to version {__version__}); fix: upgrade vcrime-audit, "
                              "or use another store") from None
+        except UnreadableLog as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
         except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"{self.path}: not a usable SQLite store ({exc}); fix: point --db at "
                              "a vcrime-audit store or a new file") from None
@@ -144,6 +146,12 @@ class Store:
         derived, compared and dropped (``verify`` re-deriving a run). It has one connection, so
         no writer thread (:meth:`commit_off_loop`); what a replay writes it writes on the loop."""
         return cls(IN_MEMORY, memory=True)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Close the connection(s); the last one to close folds the write-ahead log into the file.
@@ -192,6 +200,27 @@ class Store:
         except BaseException:
             conn.rollback()
             raise
+        conn.commit()
+
+    @contextmanager
+    def one_moment(self) -> Iterator[None]:
+        """Every read inside sees the store as committed at one moment, while other processes go
+        on writing it: one read transaction, or where this store writes, one taken at once
+        (``BEGIN IMMEDIATE``) whose commits inside are held back to its end. Within a transaction
+        already open, that one's moment."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN" if self.readonly else "BEGIN IMMEDIATE")
+        held, conn.hold = conn.hold, True
+        try:
+            yield
+        except BaseException:
+            conn.hold = held
+            conn.rollback()
+            raise
+        conn.hold = held
         conn.commit()
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]], replace: bool = False,

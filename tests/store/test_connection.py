@@ -1,0 +1,121 @@
+"""Read-only connections to a store that other processes write (store/connection.py)."""
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import DEMO_TASK
+from vcrime_audit.engine import TurnRecord
+from vcrime_audit.scenario import initial_world, load_task
+from vcrime_audit.store import Store
+from vcrime_audit.store.db import StoreError
+
+WORLD = initial_world(load_task(DEMO_TASK))
+
+
+def _write_runs(path: Path, first: int, count: int, turns: int) -> None:
+    writer = Store(path)
+    try:
+        for n in range(first, first + count):
+            run_id = f"r{n:04d}"
+            writer.start_run({"run_id": run_id, "task_id": "t", "seed": n, "attacker": "a",
+                              "judge": "j", "status": "running"})
+            for turn in range(1, turns + 1):
+                writer.commit_turn(run_id, TurnRecord(
+                    turn=turn, world_before=WORLD.model_copy(update={"turn": turn}),
+                    observation=f"obs {n} {turn}", status="running"), "j")
+            writer.finish_run(run_id, status="lost")
+    finally:
+        writer.close()
+
+
+def _seen(reader: Store) -> tuple[list[str], int]:
+    runs = [r["run_id"] for r in reader.runs()]
+    return runs, reader.db.conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 4), st.booleans()),
+                        min_size=1, max_size=4))
+def test_a_reader_opened_while_no_one_writes_sees_every_later_commit_whole(tmp_path_factory, batches):
+    """Opened when the store has no write-ahead log, a reader used to be immutable: SQLite then
+    kept its cached pages and read the ones a later writer checkpointed into the file, and saw
+    stale rows, a mix of two moments, or "database disk image is malformed"."""
+    path = tmp_path_factory.mktemp("store") / "s.sqlite"
+    _write_runs(path, 0, 2, 2)
+    reader = Store.open_existing(path)
+    try:
+        expected_runs, expected_turns = _seen(reader)
+        first = 2
+        for count, turns, checkpoint in batches:
+            _write_runs(path, first, count, turns)  # closing the last writer checkpoints the log
+            if checkpoint:
+                with sqlite3.connect(path) as other:
+                    other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            expected_runs += [f"r{n:04d}" for n in range(first, first + count)]
+            expected_turns += count * turns
+            first += count
+            assert _seen(reader) == (sorted(expected_runs), expected_turns)
+    finally:
+        reader.close()
+
+
+def test_a_reader_leaves_no_file_beside_the_store_and_refuses_to_write(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _write_runs(path, 0, 1, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+    reader = Store.open_existing(path)
+    assert [r["run_id"] for r in reader.runs()] == ["r0000"]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.db.conn.execute("DELETE FROM runs")
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+
+
+MOUNT = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs"]
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder on a file system that can be made read-only (tmpfs; needs the right to mount)."""
+    folder = tmp_path / "mnt"
+    folder.mkdir()
+    if subprocess.run([*MOUNT, str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def _remount(folder: Path, mode: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], check=True)
+
+
+def test_a_store_on_a_read_only_file_system_is_read_and_an_unreadable_log_named(read_only_folder):
+    path = read_only_folder / "s.sqlite"
+    _write_runs(path, 0, 2, 1)
+    _remount(read_only_folder, "ro")
+    reader = Store.open_existing(path)
+    assert [r["run_id"] for r in reader.runs()] == ["r0000", "r0001"]
+    reader.close()
+    _remount(read_only_folder, "rw")
+    # a writer killed with its log unmerged, and the -shm file lost: the log's commit can be read
+    # only by making a new -shm file, which a read-only file system does not allow
+    code = ("import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('PRAGMA wal_autocheckpoint=0'); "
+            "c.execute(\"UPDATE runs SET status = 'won'\"); c.commit(); os._exit(0)")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+    Path(f"{path}-shm").unlink()
+    _remount(read_only_folder, "ro")
+    with pytest.raises(StoreError) as caught:
+        Store.open_existing(path)
+    assert str(caught.value) == (
+        f"{path}: its write-ahead log s.sqlite-wal holds commits that SQLite reads only where it "
+        "can write beside the store; fix: copy the store and its -wal file together to a writable "
+        "folder")
