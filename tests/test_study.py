@@ -1,6 +1,7 @@
 """Studies: the grid, shards, resume after an interruption, and merging shard stores."""
 
 import asyncio
+import gzip
 import shutil
 import time
 from pathlib import Path
@@ -9,6 +10,9 @@ import pytest
 
 from tests.committed import STUDY_DEMO, STUDY_DEMO_RUNS
 from tests.scripted_study import TASKS, scripted_spec
+from vcrime_audit.cassette import Cassette, RecordMode
+from vcrime_audit.cassette.errors import AnotherJobsCassette
+from vcrime_audit.cassette.persist import journal_path
 from vcrime_audit.merge import merge_cassettes, merge_stores
 from vcrime_audit.runner import cassette_path
 from vcrime_audit.scenario import ScenarioError
@@ -116,6 +120,28 @@ def test_a_cassette_copied_over_another_runs_crashes_that_run_and_stores_none_of
     assert {r["run_id"]: r["task_id"] for r in store.runs() if r["status"] != "crashed"} == {
         kept.name[:-9]: "robotics_company__data_theft"}
     assert overwritten.read_bytes() == kept.read_bytes()
+
+
+def test_a_finished_runs_pending_journal_must_record_that_run(study, tmp_path):
+    """A run killed after its summary leaves a journal that the next study compresses. One holding
+    another run's recording used to be compressed under this run's name, silently."""
+    spec = study("pending.sqlite")
+    asyncio.run(run_study(spec, replay_only=True))
+    kept, killed = (cassette_path(c, spec.cassette_dir) for c in grid(spec))
+    recording = gzip.decompress(kept.read_bytes())
+    journal_path(killed).write_bytes(recording)
+    killed.unlink()
+    assert Cassette(killed, RecordMode.none).pending_finalise
+    with pytest.raises(AnotherJobsCassette) as caught:
+        asyncio.run(run_study(spec, replay_only=True))
+    assert str(caught.value).startswith(
+        f"{killed}: header.meta.config.task is 'robotics_company__data_theft', but run "
+        f"{killed.name[:-9]} has 'robotics_company__theft': the file is run {kept.name[:-9]}'s "
+        "recording; fix: ")
+    assert not killed.exists() and journal_path(killed).read_bytes() == recording
+    journal_path(killed).write_bytes(gzip.decompress(STUDY_DEMO.joinpath(killed.name).read_bytes()))
+    assert asyncio.run(run_study(spec, replay_only=True)).finalised == 1
+    assert killed.read_bytes() == STUDY_DEMO.joinpath(killed.name).read_bytes()
 
 
 @pytest.fixture

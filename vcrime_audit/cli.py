@@ -143,7 +143,7 @@ def show(
     from .transcript import render_transcript
 
     try:
-        with reading_store(db), Store.open_existing(db) as store:
+        with reading_store(db), Store.open_existing(db) as store, store.one_moment():
             text = render_transcript(store, run_id)
     except user_errors() as exc:
         fail(printable(exc, keep=""))

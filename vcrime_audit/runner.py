@@ -261,8 +261,7 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
                         unread_requests=True)
     if cassette.meta:
         recorded, world, entries = _from_meta(cassette)
-        check_recorded_job(cassette.path, "run", recorded.run_id(), config.run_id(), recorded.__dict__,
-                           config.__dict__)
+        _check_records(cassette, recorded, config)
     else:
         inputs = inputs or EpisodeInputs()
         world, recorded_world = inputs.world(config.task)
@@ -283,6 +282,17 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     finally:
         if own:
             store.close()
+
+
+def check_records_run(cassette: Cassette, config: RunConfig) -> None:
+    """Raise unless ``cassette`` (a sandbox run's) records the run ``config`` (``AnotherJobsCassette``,
+    naming the first field of its header's config that differs)."""
+    _check_records(cassette, _from_meta(cassette)[0], config)
+
+
+def _check_records(cassette: Cassette, recorded: RunConfig, config: RunConfig) -> None:
+    check_recorded_job(cassette.path, "run", recorded.run_id(), config.run_id(), recorded.__dict__,
+                       config.__dict__)
 
 
 def _from_meta(cassette: Cassette) -> tuple[RunConfig, WorldState, dict[str, ModelEntry]]:

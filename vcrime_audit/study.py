@@ -27,7 +27,7 @@ from .harm import prepare_default_lexicon
 from .ids import MAX_SEED, IdError, check_id
 from .memo import runs_in_flight
 from .models import get_model
-from .runner import EpisodeInputs, RunConfig, RunOutcome, cassette_path, run_episode
+from .runner import EpisodeInputs, RunConfig, RunOutcome, cassette_path, check_records_run, run_episode
 from .scenario import ScenarioError, list_task_ids
 from .scrub import scrub_text
 from .slices import take_turn
@@ -94,13 +94,16 @@ def is_job_failure(exc: Exception) -> bool:
     return isinstance(exc, (BackendError, CassetteError, CassetteMiss, StoreError))
 
 
-def finish_cassette(path: Path) -> bool:
-    """Compress a cassette whose job finished but was killed before its compression."""
+def finish_cassette(config: RunConfig, cassette_dir: Path) -> bool:
+    """Compress the cassette of a run that finished but was killed before its compression. The
+    journal at the run's place must record that run: another's would be compressed under its name."""
+    path = cassette_path(config, cassette_dir)
     if not journal_path(path).exists():
         return False
     cassette = Cassette(path, RecordMode.none)
     if not cassette.pending_finalise:
         return False
+    check_records_run(cassette, config)
     cassette.finalise()
     return True
 
@@ -155,7 +158,7 @@ def unfinished(runs: list[RunConfig], store: Store, cassette_dir: Path,
         row = store.run(config.run_id())
         if row is not None and row["status"] in FINISHED:
             progress.skipped += 1
-            if finish_cassette(cassette_path(config, cassette_dir)):
+            if finish_cassette(config, cassette_dir):
                 progress.finalised += 1
         else:
             pending.append(config)
