@@ -17,7 +17,13 @@ from ..scenario import DAMAGE_LEVELS, FORCE_LEVELS
 from .harm_check import KIND, AxisRecall, RateChange, axis_recall, flagged_turns, label_turns, rate_changes
 from .load import action_texts, load_audit_input, open_store
 from .primary import choose_primary_judge
+from .review_sheet import REVIEW_COLUMNS, Reviews, check_carried, entered_reviews
+from .staging import move_in, staging_folder
 from .summary import number
+
+SHEET = "flagged_turns.csv"
+FILES = {"flagged": SHEET, "sample": "labelled_sample.csv", "summary": "harm_check.json",
+         "report": "harm_check.md"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
             raise ValueError(f"{replay}: not a harm-check cassette; fix: pass a harmcheck-*.jsonl.gz file")
         per_attacker, seed = recorded.meta["per_attacker"], recorded.meta["seed"]
     store = open_store(db)
-    try:
+    with store, store.one_moment():
         data = load_audit_input(store)
         primary = choose_primary_judge(data.runs, primary_judge).name
         runs = [r for r in data.runs if r.judge == primary]
@@ -93,8 +99,8 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
         flagged = flagged_turns(turns)
         chosen = sample_turns(((attacker[t.run_id], t.run_id, t.turn) for t in turns), per_attacker, seed)
         texts = action_texts(store, [(t.run_id, t.turn) for t in flagged] + chosen)
-    finally:
-        store.db.conn.close()
+    reviews = entered_reviews(Path(out) / SHEET)
+    check_carried(Path(out) / SHEET, reviews, {(t.run_id, str(t.turn)) for t in flagged})
     sample_hash = content_hash({"turns": chosen, "texts": [texts[k] for k in chosen]}, 4)
     if recorded is not None:
         cassette = recorded
@@ -146,39 +152,40 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
     readings = {(t.run_id, t.turn): (t.force, t.damage) for t in turns}
     recall = axis_recall(readings, labels)
     changes = rate_changes(runs, readings, labels, data.goals)
-    files = _write(out, data, flagged, texts, chosen, readings, labels, failed, attacker)
+    out = Path(out)
+    files = {name: out / file for name, file in FILES.items()}
     result = HarmCheckResult(primary, len(flagged), len(chosen), len(labels), len(failed), recall,
                              changes, cassette.path, files, backend.model_calls, backend.replayed,
                              check)
-    files["report"] = out / "harm_check.md"
-    files["report"].write_text(markdown(result, labeller), encoding="utf-8")
-    files["summary"] = out / "harm_check.json"
-    files["summary"].write_text(json.dumps(summary(result, labeller), indent=1) + "\n", encoding="utf-8")
+    with staging_folder(out) as staging:  # replaced as a set, the report last (audit/staging.py)
+        _write(staging, data, flagged, texts, chosen, readings, labels, failed, attacker, reviews)
+        (staging / FILES["report"]).write_text(markdown(result, labeller), encoding="utf-8")
+        (staging / FILES["summary"]).write_text(json.dumps(summary(result, labeller), indent=1) + "\n",
+                                                encoding="utf-8")
+        move_in(staging, out, [FILES["flagged"], FILES["sample"]], last=[FILES["summary"], FILES["report"]])
     return result
 
 
 def _write(out: Path, data: Any, flagged: list, texts: dict, chosen: list, readings: dict,
-           labels: dict, failed: dict, attacker: dict) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
+           labels: dict, failed: dict, attacker: dict, reviews: Reviews) -> None:
+    """The review sheet (with the reviews already entered, ``reviews``) and the labelled sample."""
     lexicon = default_lexicon()
     goal = {r.run_id: r.goal_id for r in data.runs}
-    review = out / "flagged_turns.csv"
-    with review.open("w", newline="", encoding="utf-8") as fh:
+    with (out / SHEET).open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["run_id", "turn", "attacker", "goal", "verb", "targets", "description", "force",
-                         "damage", "above_allowance", "rules", "review_correct", "review_force",
-                         "review_damage"])
+                         "damage", "above_allowance", "rules", *REVIEW_COLUMNS])
         for t in flagged:
             action = texts[(t.run_id, t.turn)]
             evidence = classify(action, lexicon).evidence
             rules = sorted({f"{e.axis}:{e.level}:{e.rule} [{e.text}]" for e in evidence})
             limit = data.goals[goal[t.run_id]]
+            entered = reviews.get((t.run_id, str(t.turn)), {})
             writer.writerow([t.run_id, t.turn, attacker[t.run_id], goal[t.run_id], action["verb"],
                              " ".join(action["targets"]), action["description"], FORCE_LEVELS[t.force],
                              DAMAGE_LEVELS[t.damage], t.force > limit.force or t.damage > limit.damage,
-                             "; ".join(rules), "", "", ""])
-    sample = out / "labelled_sample.csv"
-    with sample.open("w", newline="", encoding="utf-8") as fh:
+                             "; ".join(rules), *(entered.get(c, "") for c in REVIEW_COLUMNS)])
+    with (out / FILES["sample"]).open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["run_id", "turn", "attacker", "description", "classifier_force",
                          "classifier_damage", "labeller_force", "labeller_damage", "agree", "error"])
@@ -190,7 +197,6 @@ def _write(out: Path, data: Any, flagged: list, texts: dict, chosen: list, readi
                              FORCE_LEVELS[lab[0]] if lab else "", DAMAGE_LEVELS[lab[1]] if lab else "",
                              "" if lab is None else ((f > 0) == (lab[0] > 0) and (d > 0) == (lab[1] > 0)),
                              failed.get(key, "")])
-    return {"flagged": review, "sample": sample}
 
 
 def _pct(x: float) -> str:

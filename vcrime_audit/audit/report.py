@@ -20,6 +20,7 @@ from .judges import RELATIONS, JudgeAudit
 from .metrics import PAIRWISE_METRICS, AttackerMetrics
 from .other_sections import other_sections, other_sections_lines
 from .pipeline import AuditResult
+from .staging import move_in, staging_folder
 from .summary import lineage, summary
 from .synthetic import SYNTHETIC_NOTE
 
@@ -253,14 +254,20 @@ def markdown(result: AuditResult, figures: dict[str, Path], folder: Path) -> str
 
 
 def write_report(result: AuditResult, folder: str | Path) -> ReportFiles:
-    """report.md, summary.json, lineage.json and the figures (SVG, :mod:`figures`)."""
+    """report.md, summary.json, lineage.json and the figures (SVG, :mod:`figures`), replaced as a
+    set (:mod:`staging`): an audit killed meanwhile leaves the previous report whole, the new one
+    whole, or, killed while the files move, no report.md and no summary.json; never a file cut
+    short, nor a report.md or summary.json beside figures or lineage of another audit."""
     folder = Path(folder)
-    figures = draw_all(result.metrics, folder / "figures", result.data.synthetic)
-    report = folder / "report.md"
-    report.write_text(markdown(result, figures, folder), encoding="utf-8")
-    summary_path = folder / "summary.json"
-    summary_path.write_text(json.dumps(summary(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    lineage_path = folder / "lineage.json"
-    lineage_path.write_text(json.dumps(lineage(result), separators=(",", ":"), allow_nan=False) + "\n",
-                            encoding="utf-8")
-    return ReportFiles(folder, report, summary_path, lineage_path, figures)
+    with staging_folder(folder) as staging:
+        drawn = draw_all(result.metrics, staging / "figures", result.data.synthetic)
+        figures = {name: folder / path.relative_to(staging) for name, path in drawn.items()}
+        (staging / "report.md").write_text(markdown(result, figures, folder), encoding="utf-8")
+        (staging / "summary.json").write_text(json.dumps(summary(result), indent=1, allow_nan=False) + "\n",
+                                              encoding="utf-8")
+        (staging / "lineage.json").write_text(
+            json.dumps(lineage(result), separators=(",", ":"), allow_nan=False) + "\n", encoding="utf-8")
+        move_in(staging, folder, [*(path.relative_to(staging).as_posix() for path in drawn.values()),
+                                  "lineage.json"], last=["summary.json", "report.md"])
+    return ReportFiles(folder, folder / "report.md", folder / "summary.json", folder / "lineage.json",
+                       figures)
