@@ -79,3 +79,28 @@ def test_missing_store_is_one_clear_line(tmp_path):
     done = CliRunner().invoke(app, ["export", "inspect", "--db", str(tmp_path / "nope.sqlite"),
                                     "--out", str(tmp_path)])
     assert done.exit_code == 2 and "nope.sqlite: no store at this path; fix:" in done.output
+
+
+def test_an_export_stopped_while_writing_leaves_no_log_cut_short(judged_store, tmp_path, monkeypatch):
+    """A log is written under a name readers skip and renamed once whole: stopped while writing the
+    second log (the file cut to half, as a killed process leaves it), every ``.eval`` in the
+    folder reads back."""
+    import vcrime_audit.export.inspect_logs as exporter
+
+    write, written = exporter.write_eval_log, []
+
+    def cut_short(log, location, **kwargs):
+        write(log, location, **kwargs)
+        written.append(location)
+        if len(written) == 2:
+            data = open(location, "rb").read()
+            open(location, "wb").write(data[:len(data) // 2])
+            raise KeyboardInterrupt("killed while writing")
+
+    monkeypatch.setattr(exporter, "write_eval_log", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        exporter.export_store(judged_store, tmp_path / "logs")
+    logs = sorted((tmp_path / "logs").glob("*.eval"))
+    assert len(logs) == 1
+    for path in logs:
+        assert inspect_log.read_eval_log(str(path)).status == "success"

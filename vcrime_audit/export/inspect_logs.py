@@ -17,6 +17,7 @@ A metric per score in the log's results: the mean over the slice's samples.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from collections import defaultdict
@@ -222,8 +223,10 @@ def _export(store: Store, db: Path, out: Path) -> list[tuple[Path, int]]:
             scores = slice_scores(run, harm[run_id], nonfail[(judge, run_id)])
             samples.append(sample_for(run, judge, scores, harm[run_id], turns, calls, db))
         path = out / file_name(attacker, judge)
+        partial = path.with_name(path.name + ".partial")  # a name log readers skip, until whole
         write_eval_log(eval_log(attacker, judge, [runs[m] for m in members], samples, db),
-                       str(path), format="eval")
+                       str(partial), format="eval")
+        os.replace(partial, path)
         written.append((path, len(samples)))
     return written
 
