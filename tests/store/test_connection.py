@@ -69,12 +69,14 @@ def test_a_reader_leaves_no_file_beside_the_store_and_refuses_to_write(tmp_path)
     path = tmp_path / "s.sqlite"
     _write_runs(path, 0, 1, 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+    written = path.read_bytes()
     reader = Store.open_existing(path)
     assert [r["run_id"] for r in reader.runs()] == ["r0000"]
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         reader.db.conn.execute("DELETE FROM runs")
     reader.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+    assert path.read_bytes() == written
 
 
 MOUNT = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs"]

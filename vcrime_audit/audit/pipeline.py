@@ -40,20 +40,14 @@ class AuditResult:
     """The rows of the report's other sections, read with the rest (None: read when it is written)."""
 
 
-def harm_evidence(store: Store, flagged: Mapping[str, Sequence[int]],
-                  lexicon: Lexicon | None = None) -> dict[str, list[dict]]:
-    """Over-harm run id -> its turns above the goal's allowance (``flagged``): the attacker's action
-    and the lexicon rules that fired."""
-    return evidence_of(flagged_actions(store, flagged), flagged, lexicon)
-
-
 def flagged_actions(store: Store, flagged: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], dict]:
     return action_texts(store, [(run_id, t) for run_id, turns in flagged.items() for t in turns])
 
 
 def evidence_of(texts: Mapping[tuple[str, int], dict[str, Any]], flagged: Mapping[str, Sequence[int]],
                 lexicon: Lexicon | None = None) -> dict[str, list[dict]]:
-    """:func:`harm_evidence` of the actions already read (``texts``: :func:`flagged_actions`)."""
+    """Over-harm run id -> its turns above the goal's allowance (``flagged``): the attacker's action
+    (``texts``: :func:`flagged_actions`) and the lexicon rules that fired."""
     if flagged and lexicon is None:
         lexicon = unscreened(default_lexicon())
     out: dict[str, list[dict[str, Any]]] = {}
@@ -91,10 +85,14 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
               primary_judge: str | None = None) -> AuditResult:
     """Every metric of the store.
 
-    Where there is a second CPU, forked children share the work (:mod:`forked`):
-    - one reads the default lexicon while the data loads, then finds the harm evidence;
+    Every row is read in one read transaction (:meth:`Store.one_moment`): the store as committed
+    at one moment, while a study may go on writing it. The children read nothing; they are handed
+    what this process read. Where there is a second CPU, forked children share the work
+    (:mod:`forked`):
+    - one reads the default lexicon while the data loads, then finds the harm evidence in the
+      flagged turns' actions;
     - one computes the follow-ups (re-judging, annotation, interrogation) from the moment the
-      judgments are read, while the rest of the data loads;
+      judgments and the follow-up tables are read, while the rest of the data loads;
     - one computes the judge audit from the moment the data is loaded.
     ``seconds["children"]`` is the wait for the follow-ups, the judge audit and the evidence. On
     one CPU, the lexicon is read only when a turn needs classifying (a stale reading, harm

@@ -86,9 +86,9 @@ def _reader(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA query_only=ON")
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the log too
             return conn
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             conn.close()
-            if "unable to open" not in str(exc):
+            if not isinstance(exc, sqlite3.OperationalError) or "unable to open" not in str(exc):
                 raise
     if Path(f"{path}-wal").exists():
         raise UnreadableLog(f"its write-ahead log {path.name}-wal holds commits that SQLite reads "
