@@ -11,7 +11,10 @@ import sys
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.unfinished import unfinish
 from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
 from vcrime_audit.merge import RUNS_PER_TRANSACTION, merge_stores
 from vcrime_audit.store import Store
@@ -114,3 +117,42 @@ def _bytes_written(folder) -> bool:
         return any(p.stat().st_size for p in folder.iterdir())
     except FileNotFoundError:  # no folder yet, or a file renamed meanwhile
         return False
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_copies_of_a_shard_taken_while_it_played_merge_to_the_finished_shard(two_shards, tmp_path_factory,
+                                                                            data):
+    """A shard merged while its study still plays it (runs running, or crashed before running
+    again), then merged again when finished, in any order: the finished copy of each run wins,
+    and the store ends as the finished shard merged alone. A target's unfinished copy used to make
+    the next merge fail ("differs; fix: merge shards of the same study only")."""
+    folder = tmp_path_factory.mktemp("played")
+    finished = two_shards[0]
+    with sqlite3.connect(finished) as conn:
+        lengths = dict(conn.execute("SELECT run_id, turns FROM runs ORDER BY run_id").fetchall())
+    snapshots = []
+    for n in range(data.draw(st.integers(1, 3), label="earlier copies")):
+        chosen = data.draw(st.lists(st.sampled_from(sorted(lengths)), min_size=1, max_size=4, unique=True))
+        cut = {r: data.draw(st.integers(0, lengths[r] - 1)) for r in chosen}
+        path = folder / f"copy{n}.sqlite"
+        unfinish(finished, path, cut, data.draw(st.sampled_from(["running", "crashed"])))
+        snapshots.append(path)
+    order = data.draw(st.permutations([*snapshots, finished]))
+    out = folder / "merged.sqlite"
+    for path in order:
+        merge_stores(out, [path])
+    merge_stores(folder / "alone.sqlite", [finished])
+    for table in TABLES:
+        assert dump(out, table) == dump(folder / "alone.sqlite", table), table
+
+
+def test_two_finished_copies_that_differ_are_still_refused(two_shards, tmp_path):
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(two_shards[0].read_bytes())
+    with sqlite3.connect(other) as conn:
+        run_id = conn.execute("SELECT run_id FROM runs WHERE status != 'running' LIMIT 1").fetchone()[0]
+        conn.execute("UPDATE turns SET verb = 'dance' WHERE run_id = ?", [run_id])
+    merge_stores(tmp_path / "all.sqlite", [two_shards[0]])
+    with pytest.raises(StoreError, match=f"run {run_id} differs"):
+        merge_stores(tmp_path / "all.sqlite", [other])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cassette.persist import copy_final
+from .statuses import RUN_OUTCOMES
 from .store import Store, turn_rows_hash
 from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError
 
@@ -16,6 +17,10 @@ from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError
 class MergeReport:
     runs_added: list[str] = field(default_factory=list)
     runs_same: list[str] = field(default_factory=list)
+    runs_replaced: list[str] = field(default_factory=list)
+    """Runs whose unfinished copy (running, crashed) in the target the source's other copy replaced."""
+    runs_older: list[str] = field(default_factory=list)
+    """Runs the target holds finished whose source copy is unfinished: the target's is kept."""
     cassettes_copied: int = 0
     cassettes_same: int = 0
 
@@ -65,7 +70,7 @@ def _copy_plans(source: Store, target: Store, tables: tuple[str, ...]) -> list[t
 
 
 def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
-    """Copy every run of ``inputs`` into ``out``. The same run id with other content is an error."""
+    """Copy every run of ``inputs`` into ``out`` (:func:`_merge_run` says which copy of a run wins)."""
     stores: list[Store] = []  # the sources, then the target
     try:
         for path in inputs:
@@ -94,19 +99,35 @@ def _merge_one(path: Path, source: Store, target: Store, out: Path, report: Merg
     for start in range(0, len(runs), RUNS_PER_TRANSACTION):
         with target.db.conn:
             for run in runs[start:start + RUNS_PER_TRANSACTION]:
-                run_id = run["run_id"]
-                known = target.run(run_id) is not None
-                if known and _identity(target, run_id) != _identity(source, run_id):
-                    raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; "
-                                     "fix: merge shards of the same study only, or drop one copy")
-                if not known:
-                    target._insert("runs", [run])
-                _copy_rows(source, target, run_id, plans)
-                (report.runs_same if known else report.runs_added).append(run_id)
+                _merge_run(path, source, target, out, run, plans, report)
     with target.db.conn:
         target._insert("models", list(source.db["models"].rows), replace=True)
         for table in ("followups", "followup_calls"):
             target._insert(table, list(source.db[table].rows), ignore=True)
+
+
+def _merge_run(path: Path, source: Store, target: Store, out: Path, run: dict,
+               plans: list[tuple[str, str, str]], report: MergeReport) -> None:
+    """One run of ``source`` into ``target``. Two copies of a run differ while one is unfinished
+    (a shard merged while its study plays it, or before a crashed run ran again): the finished
+    copy, or the source's newer one, wins. Two finished copies that differ are an error."""
+    run_id = run["run_id"]
+    mine = target.run(run_id)
+    if mine is not None and _identity(target, run_id) != _identity(source, run_id):
+        if mine["status"] not in RUN_OUTCOMES:
+            target.clear_run(run_id)
+            target.db.conn.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+            target._insert("runs", [run])
+            _copy_rows(source, target, run_id, plans)
+            return report.runs_replaced.append(run_id)
+        if run["status"] not in RUN_OUTCOMES:
+            return report.runs_older.append(run_id)
+        raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; fix: merge "
+                         "shards of the same study only, or drop one copy")
+    if mine is None:
+        target._insert("runs", [run])
+    _copy_rows(source, target, run_id, plans)
+    (report.runs_same if mine is not None else report.runs_added).append(run_id)
 
 
 def merge_cassettes(out_dir: Path, input_dirs: list[Path], report: MergeReport) -> None:

@@ -27,7 +27,7 @@ from .runner import RunConfig, RunOutcome, cassette_path, run_episode
 from .scrub import scrub_text
 from .statuses import RUNNING
 from .store import Store
-from .study import FINISHED, StudyConfig, StudyProgress, grid, is_job_failure, unfinished
+from .study import StudyConfig, StudyProgress, grid, is_job_failure, unfinished
 
 RAY_VERSION = "2.60.0"
 INSTALL_FIX = f"pip install 'vcrime-audit[ray]' (Ray {RAY_VERSION})"
@@ -182,22 +182,10 @@ def pending_runs(study: StudyConfig, shard: tuple[int, int], progress: StudyProg
 
 
 def merge_shards(study: StudyConfig, shards: list[Path]) -> None:
-    """Merge shard stores into the study store, replacing unfinished copies of their runs there."""
+    """Merge shard stores into the study store; a shard's copy of a run replaces an unfinished one
+    there (:func:`merge.merge_stores`)."""
     from .merge import merge_stores
 
-    target = Store(study.db)
-    try:
-        for path in shards:
-            source = Store.open_existing(path)
-            for run in source.runs():
-                row = target.run(run["run_id"])
-                if row is not None and row["status"] not in FINISHED:
-                    with target.db.conn:
-                        target.clear_run(run["run_id"])
-                        target.db.conn.execute("DELETE FROM runs WHERE run_id = ?", [run["run_id"]])
-            source.close()
-    finally:
-        target.close()
     merge_stores(study.db, shards)
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vcrime_audit.store.db as store_db
+from tests.unfinished import run_tables, unfinish
 from vcrime_audit.audit.pipeline import run_audit
 from vcrime_audit.audit.summary import summary
 from vcrime_audit.audit.synthetic import SyntheticConfig, make_synthetic_store
@@ -23,36 +24,12 @@ def finished(tmp_path_factory) -> Path:
                                                 min_turns=3, max_turns=6, seed=3))
 
 
-def _run_tables(conn: sqlite3.Connection) -> list[str]:
-    tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return [t for t in tables if t != "runs"
-            and "run_id" in {c[1] for c in conn.execute(f"PRAGMA table_info([{t}])")}]
-
-
-def _unfinish(finished: Path, path: Path, cut: dict[str, int]) -> None:
-    """A copy of ``finished`` in which each run of ``cut`` is still running, with its turns after
-    the given one not yet written."""
-    shutil.copyfile(finished, path)
-    conn = sqlite3.connect(path)
-    try:
-        for run_id, turn in cut.items():
-            for table in _run_tables(conn):
-                columns = {c[1] for c in conn.execute(f"PRAGMA table_info([{table}])")}
-                where = "run_id = ?" + (" AND turn > ?" if "turn" in columns else "")
-                conn.execute(f"DELETE FROM [{table}] WHERE {where}",
-                             [run_id, turn] if "turn" in columns else [run_id])
-            conn.execute("UPDATE runs SET status = 'running', turns = ? WHERE run_id = ?", [turn, run_id])
-        conn.commit()
-    finally:
-        conn.close()  # the last connection: folds the log into the file, which is then copied
-
-
 def _finish_from(finished: Path, conn: sqlite3.Connection, cut: dict[str, int]) -> None:
     """What the study writes next: the rest of each cut run, in one commit."""
     conn.execute("ATTACH DATABASE ? AS done", [str(finished)])
     try:
         marks = ", ".join("?" for _ in cut)
-        for table in _run_tables(conn):
+        for table in run_tables(conn):
             conn.execute(f"INSERT INTO main.[{table}] SELECT * FROM done.[{table}] WHERE run_id IN "
                          f"({marks}) EXCEPT SELECT * FROM main.[{table}]", list(cut))
         columns = [c[1] for c in conn.execute("PRAGMA table_info(runs)") if c[1] != "run_id"]
@@ -85,7 +62,7 @@ def test_an_audit_sees_the_store_before_or_after_a_commit_never_a_mix(finished, 
     after = data.draw(st.integers(1, 40), label="statements the audit runs before the commit")
     folder = tmp_path_factory.mktemp("moment")
     before_path, during_path = folder / "before.sqlite", folder / "during.sqlite"
-    _unfinish(finished, before_path, cut)
+    unfinish(finished, before_path, cut)
     shutil.copyfile(before_path, during_path)
     before = _numbers(before_path)
     study = sqlite3.connect(during_path, timeout=30)  # a study holds the store open meanwhile

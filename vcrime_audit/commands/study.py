@@ -215,6 +215,10 @@ def merge(
         fail(exc)
     console.print(f"{len(report.runs_added)} run(s) added, {len(report.runs_same)} already present; "
                   f"{report.cassettes_copied} cassette(s) copied, {report.cassettes_same} identical")
+    if report.runs_replaced or report.runs_older:
+        console.print(f"{len(report.runs_replaced)} unfinished copy(ies) replaced by the shards' own; "
+                      f"{len(report.runs_older)} unfinished shard copy(ies) left out, the store holding "
+                      "those runs finished")
     console.print(f"store     {out}" + (f"; cassettes {cassettes_out}" if cassettes_out else ""))
     say_next(command_line("vcrime-audit", "runs", "--db", out),
              command_line("vcrime-audit", "audit", "--db", out))
