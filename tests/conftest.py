@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -161,3 +162,23 @@ def browser():
 def shots() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
+
+
+MOUNT = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs"]
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder on a file system that can be made read-only (tmpfs; needs the right to mount)."""
+    folder = tmp_path / "mnt"
+    folder.mkdir()
+    if subprocess.run([*MOUNT, str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def remount(folder: Path, mode: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], check=True)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests import committed
+from tests.conftest import remount
 from vcrime_audit.cassette.persist import read_records, write_records
 from vcrime_audit.cli import app
 from vcrime_audit.runner import replay
@@ -340,3 +341,18 @@ def test_repair_refuses_another_jobs_cassette_under_a_jobs_name(demo_store, tmp_
     assert f"but it was found for {job} {job_id}: the file is {job} " in line \
         and "'s recording; fix: put this " in line, line
     assert list(sqlite3.connect(db).iterdump()) == before
+
+
+def test_a_store_on_a_read_only_file_system_is_verified_and_repair_refused(demo_store, read_only_folder):
+    """An archived study, on read-only media: verify used to open it for writing and said "not a
+    usable SQLite store (unable to open database file)"."""
+    shutil.copy(demo_store, read_only_folder / "demo.sqlite")
+    shutil.copytree(CASSETTES, read_only_folder / "cassettes")
+    remount(read_only_folder, "ro")
+    db = read_only_folder / "demo.sqlite"
+    code, out = verify("--db", str(db), str(read_only_folder / "cassettes"))
+    assert code == 0 and "5 verified, 0 with problems" in out, out
+    code, out = verify("--db", str(db), "--repair", str(read_only_folder / "cassettes"))
+    assert code != 0 and out.strip().splitlines()[-1] == (
+        f"error: {db}: cannot be written here, and --repair writes the jobs it finishes into it; "
+        "fix: copy the store to a writable folder, or verify without --repair")

@@ -59,7 +59,7 @@ def _replay(path: Path, cassette: Cassette, scratch: Path, store: Path | None) -
             raise CassetteError(f"{path}: a follow-up cassette replays only on the store it was "
                                 "recorded on; fix: pass --db STORE")
         copy = scratch.with_name("followup-store.sqlite")
-        Store(store).db.conn.execute("VACUUM INTO ?", [str(copy)])
+        Store(store).copy_to(copy)
         outcome = asyncio.run(replay(workflow_for(cassette.meta.get("followup", "")), path, Store(copy)))
         return outcome.check, outcome.rows_hash
     from .runner import replay as replay_run

@@ -8,6 +8,7 @@ cassettes, and compresses cassettes whose compression was.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterable
@@ -75,10 +76,22 @@ def _find(recorded: str | None, search: list[Path]) -> Path | None:
     return None
 
 
+def _open(db: Path, repair: bool) -> Store:
+    """The store to verify: as any command opens it (migrated if older), or, where this process
+    may not write it (an archive on a read-only file system, a file without write permission),
+    read-only; ``--repair`` writes it, so there that is an error."""
+    if os.access(db, os.W_OK) and os.access(db.resolve().parent, os.W_OK):
+        return Store(db)
+    if repair:
+        raise StoreError(f"{db}: cannot be written here, and --repair writes the jobs it finishes "
+                         "into it; fix: copy the store to a writable folder, or verify without --repair")
+    return Store(db, readonly=True)
+
+
 def _verify_runs(db: str, search: list[str], run_ids: list[str]) -> list[Verdict]:
     """A worker process's share of :meth:`Verifier.store`: these runs' verdicts, in order."""
     verifier = Verifier([Path(p) for p in search])
-    store = Store(db)
+    store = _open(Path(db), repair=False)
     try:
         verifier.runs(store, set(run_ids))
     finally:
@@ -181,7 +194,7 @@ class Verifier:
         if not Path(db).is_file():
             raise StoreError(f"{db}: no such store; fix: pass --db with a store written by "
                              "vcrime-audit")
-        store = Store(db)
+        store = _open(Path(db), self.repair)
         try:
             integrity = IntegrityCheck(Path(db))
             try:
@@ -320,7 +333,7 @@ class Verifier:
         if row["status"] == RUNNING:
             return self._repair(lambda: _played(replay(workflow, path, store, fid)), kind, fid)
         scratch = self._scratch(fid, empty=False)
-        store.db.conn.execute("VACUUM INTO ?", [str(scratch)])
+        store.copy_to(scratch)
         other = Store(scratch)
         try:
             outcome = _played(replay(workflow, path, other, fid))

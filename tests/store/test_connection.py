@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import DEMO_TASK
+from tests.conftest import DEMO_TASK, remount
 from vcrime_audit.engine import TurnRecord
 from vcrime_audit.scenario import initial_world, load_task
 from vcrime_audit.store import Store
@@ -79,34 +79,14 @@ def test_a_reader_leaves_no_file_beside_the_store_and_refuses_to_write(tmp_path)
     assert path.read_bytes() == written
 
 
-MOUNT = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs"]
-
-
-@pytest.fixture
-def read_only_folder(tmp_path):
-    """A folder on a file system that can be made read-only (tmpfs; needs the right to mount)."""
-    folder = tmp_path / "mnt"
-    folder.mkdir()
-    if subprocess.run([*MOUNT, str(folder)], capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], capture_output=True)
-
-
-def _remount(folder: Path, mode: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], check=True)
-
-
 def test_a_store_on_a_read_only_file_system_is_read_and_an_unreadable_log_named(read_only_folder):
     path = read_only_folder / "s.sqlite"
     _write_runs(path, 0, 2, 1)
-    _remount(read_only_folder, "ro")
+    remount(read_only_folder, "ro")
     reader = Store.open_existing(path)
     assert [r["run_id"] for r in reader.runs()] == ["r0000", "r0001"]
     reader.close()
-    _remount(read_only_folder, "rw")
+    remount(read_only_folder, "rw")
     # a writer killed with its log unmerged, and the -shm file lost: the log's commit can be read
     # only by making a new -shm file, which a read-only file system does not allow
     code = ("import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
@@ -114,7 +94,7 @@ def test_a_store_on_a_read_only_file_system_is_read_and_an_unreadable_log_named(
             "c.execute(\"UPDATE runs SET status = 'won'\"); c.commit(); os._exit(0)")
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
     Path(f"{path}-shm").unlink()
-    _remount(read_only_folder, "ro")
+    remount(read_only_folder, "ro")
     with pytest.raises(StoreError) as caught:
         Store.open_existing(path)
     assert str(caught.value) == (

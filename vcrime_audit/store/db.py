@@ -223,6 +223,18 @@ class Store:
         conn.hold = held
         conn.commit()
 
+    def copy_to(self, path: Path | str) -> None:
+        """A compact copy of the store as committed now, at ``path`` (``VACUUM INTO``), also of a
+        read-only store: its connection refuses writes to it, and this one writes another file."""
+        conn = self.db.conn
+        if self.readonly:
+            conn.execute("PRAGMA query_only=OFF")
+        try:
+            conn.execute("VACUUM INTO ?", [str(path)])
+        finally:
+            if self.readonly:
+                conn.execute("PRAGMA query_only=ON")
+
     def insert_rows(self, table: str, rows: list[dict[str, Any]], replace: bool = False,
                     ignore: bool = False) -> None:
         self._insert(table, rows, replace, ignore)
