@@ -101,3 +101,25 @@ def test_a_store_on_a_read_only_file_system_is_read_and_an_unreadable_log_named(
         f"{path}: its write-ahead log s.sqlite-wal holds commits that SQLite reads only where it "
         "can write beside the store; fix: copy the store and its -wal file together to a writable "
         "folder")
+
+
+def test_every_read_command_reads_an_archive_on_a_read_only_file_system(read_only_folder, tmp_path):
+    from typer.testing import CliRunner
+
+    from tests.committed import CASSETTES, DEMO_RUN, HARM_CHECK
+    from vcrime_audit.cli import app
+
+    db = read_only_folder / "demo.sqlite"
+    assert CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(db)]).exit_code == 0
+    remount(read_only_folder, "ro")
+    run_id = DEMO_RUN.name[:-len(".jsonl.gz")]
+    commands = [["runs"], ["show", run_id], ["audit", "--out", str(tmp_path / "a")], ["audit", "judges"],
+                ["audit", "harm-check", "--out", str(tmp_path / "h"), "--replay", str(HARM_CHECK),
+                 "--per-attacker", "3"],
+                ["export", "inspect", "--out", str(tmp_path / "e")], ["verify", str(CASSETTES)]]
+    for command in commands:
+        done = CliRunner().invoke(app, [*command, "--db", str(db)])
+        assert done.exit_code == 0, (command, done.output)
+    done = CliRunner().invoke(app, ["merge", str(tmp_path / "m.sqlite"), str(db)])
+    assert done.exit_code == 0 and "1 run(s) added" in done.output, done.output
+    assert sorted(p.name for p in read_only_folder.iterdir()) == ["demo.sqlite"]

@@ -88,7 +88,7 @@ def run_harm_check(db: Path, out: Path, *, labeller: str | None, per_attacker: i
         if not recorded.meta or recorded.meta.get("kind") != KIND:
             raise ValueError(f"{replay}: not a harm-check cassette; fix: pass a harmcheck-*.jsonl.gz file")
         per_attacker, seed = recorded.meta["per_attacker"], recorded.meta["seed"]
-    store = open_store(db)
+    store = open_store(db, readonly=True)  # stale harm readings are computed for this check only
     with store, store.one_moment():
         data = load_audit_input(store)
         primary = choose_primary_judge(data.runs, primary_judge).name
