@@ -123,3 +123,19 @@ def test_every_read_command_reads_an_archive_on_a_read_only_file_system(read_onl
     done = CliRunner().invoke(app, ["merge", str(tmp_path / "m.sqlite"), str(db)])
     assert done.exit_code == 0 and "1 run(s) added" in done.output, done.output
     assert sorted(p.name for p in read_only_folder.iterdir()) == ["demo.sqlite"]
+
+
+def test_a_command_that_writes_names_a_store_it_cannot_write(read_only_folder):
+    from typer.testing import CliRunner
+
+    from tests.committed import DEMO_RUN
+    from vcrime_audit.cli import app
+
+    db = read_only_folder / "demo.sqlite"
+    assert CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(db)]).exit_code == 0
+    remount(read_only_folder, "ro")
+    for target in (db, read_only_folder / "new.sqlite"):
+        done = CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(target)])
+        assert done.exit_code != 0 and done.output.strip().splitlines()[-1] == (
+            f"error: {target}: cannot be written here (a read-only file system), and this command "
+            "writes to the store; fix: copy the store to a writable folder and point --db at the copy")

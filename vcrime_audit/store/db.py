@@ -13,6 +13,7 @@ turn's commit.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -65,6 +66,22 @@ def _is_file(path: Path) -> bool:
                          "of a store written by vcrime-audit") from None
 
 
+def _not_writable(path: Path) -> str:
+    """Why SQLite could not write ``path`` (and the -wal and -shm files beside it); '' if it can."""
+    try:
+        places = (path.parent, path) if path.exists() else (path.parent,)
+    except OSError:  # a name too long, say: opening it names the problem
+        return ""
+    for place in places:
+        if not os.access(place, os.W_OK):
+            try:
+                read_only = bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+            except OSError:
+                read_only = False
+            return "a read-only file system" if read_only else f"no permission to write {place}"
+    return ""
+
+
 class Store:
     """A store on disk. ``readonly=True`` (or :meth:`open_existing`) opens an existing store
     for reading only: it creates no file or folder and never migrates. :meth:`in_memory` makes
@@ -100,6 +117,10 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
                                  "point --db at a writable place") from None
+            if why := _not_writable(self.path):
+                raise StoreError(f"{self.path}: cannot be written here ({why}), and this command "
+                                 "writes to the store; fix: copy the store to a writable folder and "
+                                 "point --db at the copy")
         if self._memory:  # a copy of this process's template: migrated and checked once
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
             self.migrated = []
