@@ -40,7 +40,8 @@ def test_restarting_a_certification_replaces_its_rows(tmp_path):
     assert len(cstore.conversations(store, "c2")) == 1
     cstore.finish_certification(store, "c1", status="done", k=0)
     assert cstore.certification(store, "c1")["status"] == "done"
-    assert [r["certification_id"] for r in cstore.load_certification_rows(store.path)] == ["c2", "c1"]
+    with Store.open_existing(store.path) as reader:
+        assert [r["certification_id"] for r in cstore.certifications(reader)] == ["c2", "c1"]
     assert cstore.certification(store, "nope") is None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..canonical import content_hash
@@ -71,12 +70,3 @@ def rows_hash(conversation_rows: list[dict[str, Any]], bounds: str,
     if extra:
         payload["extra"] = extra
     return content_hash(payload)
-
-
-def load_certification_rows(db: Path | str) -> list[dict[str, Any]]:
-    """Every certification row of a store file, for the audit report."""
-    store = Store.open_existing(db)
-    try:
-        return certifications(store)
-    finally:
-        store.close()
