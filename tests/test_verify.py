@@ -354,5 +354,5 @@ def test_a_store_on_a_read_only_file_system_is_verified_and_repair_refused(demo_
     assert code == 0 and "5 verified, 0 with problems" in out, out
     code, out = verify("--db", str(db), "--repair", str(read_only_folder / "cassettes"))
     assert code != 0 and out.strip().splitlines()[-1] == (
-        f"error: {db}: cannot be written here, and --repair writes the jobs it finishes into it; "
-        "fix: copy the store to a writable folder, or verify without --repair")
+        f"error: {db}: cannot be written here (a read-only file system), and --repair writes the jobs "
+        "it finishes into it; fix: copy the store to a writable folder, or verify without --repair")

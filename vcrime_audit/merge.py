@@ -109,25 +109,25 @@ def _merge_one(path: Path, source: Store, target: Store, out: Path, report: Merg
 def _merge_run(path: Path, source: Store, target: Store, out: Path, run: dict,
                plans: list[tuple[str, str, str]], report: MergeReport) -> None:
     """One run of ``source`` into ``target``. Two copies of a run differ while one is unfinished
-    (a shard merged while its study plays it, or before a crashed run ran again): the finished
-    copy, or the source's newer one, wins. Two finished copies that differ are an error."""
+    (a shard merged while its study plays it, or before a crashed run ran again): the target's
+    unfinished copy gives way to the source's, the source's unfinished copy to the target's
+    finished one. Two finished copies that differ are an error."""
     run_id = run["run_id"]
     mine = target.run(run_id)
+    listed = report.runs_same if mine is not None else report.runs_added
     if mine is not None and _identity(target, run_id) != _identity(source, run_id):
-        if mine["status"] not in RUN_OUTCOMES:
-            target.clear_run(run_id)
-            target.db.conn.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-            target._insert("runs", [run])
-            _copy_rows(source, target, run_id, plans)
-            return report.runs_replaced.append(run_id)
-        if run["status"] not in RUN_OUTCOMES:
+        if mine["status"] in RUN_OUTCOMES:
+            if run["status"] in RUN_OUTCOMES:
+                raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; fix: "
+                                 "merge shards of the same study only, or drop one copy")
             return report.runs_older.append(run_id)
-        raise StoreError(f"{path}: run {run_id} differs from the one already in {out}; fix: merge "
-                         "shards of the same study only, or drop one copy")
+        target.clear_run(run_id)
+        target.db.conn.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        mine, listed = None, report.runs_replaced
     if mine is None:
         target._insert("runs", [run])
     _copy_rows(source, target, run_id, plans)
-    (report.runs_same if mine is not None else report.runs_added).append(run_id)
+    listed.append(run_id)
 
 
 def merge_cassettes(out_dir: Path, input_dirs: list[Path], report: MergeReport) -> None:

@@ -1,6 +1,6 @@
 """Reading a file a person named, refusing what is not a regular file before reading from it: a
 FIFO blocks the command until something writes into it, and a device such as /dev/zero never
-ends (read whole, it takes all memory)."""
+ends (read whole, it takes all memory); and telling why a file could not be written."""
 
 from __future__ import annotations
 
@@ -30,6 +30,22 @@ def not_regular(path: Path) -> str:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return ""
     return f"{_kind(mode)}, not a regular file"
+
+
+def not_writable(path: Path) -> str:
+    """Why SQLite could not write ``path`` (and the -wal and -shm files beside it); '' if it can."""
+    try:
+        places = (path.parent, path) if path.exists() else (path.parent,)
+    except OSError:  # a name too long, say: opening it names the problem
+        return ""
+    for place in places:
+        if not os.access(place, os.W_OK):
+            try:
+                read_only = bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+            except OSError:
+                read_only = False
+            return "a read-only file system" if read_only else f"no permission to write {place}"
+    return ""
 
 
 def read_regular(path: Path, limit: int) -> bytes:

@@ -181,14 +181,6 @@ def pending_runs(study: StudyConfig, shard: tuple[int, int], progress: StudyProg
         store.close()
 
 
-def merge_shards(study: StudyConfig, shards: list[Path]) -> None:
-    """Merge shard stores into the study store; a shard's copy of a run replaces an unfinished one
-    there (:func:`merge.merge_stores`)."""
-    from .merge import merge_stores
-
-    merge_stores(study.db, shards)
-
-
 def preflight(study: StudyConfig, pending: list[RunConfig]) -> None:
     """Check an openai backend's entries here, once (addresses, pools reporting one model), so a
     bad entry is one error line instead of a crash in every task."""
@@ -206,6 +198,7 @@ def run_study_ray(study: StudyConfig, shard: tuple[int, int] = (1, 1), replay_on
                   address: str | None = None, task_cpus: float = 1.0) -> RayStudy:
     """Run the study's pending episodes as Ray tasks (at most ``study.concurrency`` at once),
     then merge the shard stores into ``study.db`` and verify every merged run."""
+    from .merge import merge_stores
     from .progress import progress
     from .verify import Verifier
 
@@ -230,7 +223,7 @@ def run_study_ray(study: StudyConfig, shard: tuple[int, int] = (1, 1), replay_on
         merged = {c.run_id() for c in pending} - gave_up
         shards = sorted(p for p in (folder / f"{r}.sqlite" for r in merged) if p.exists())
         if shards:
-            merge_shards(study, shards)
+            merge_stores(study.db, shards)  # a shard's copy replaces an unfinished one
             verifier = Verifier([study.cassette_dir])
             try:
                 verifier.store(study.db, only=merged)

@@ -8,7 +8,6 @@ cassettes, and compresses cassettes whose compression was.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterable
@@ -23,6 +22,7 @@ from .cassette.persist import cassette_exists, journal_path
 from .collector import collector_off_while_runs_play, release_frames
 from .identity import IDENTICAL
 from .recorder import writer_alive
+from .regular_files import not_writable
 from .rowdigest import TableTuples, compare_table_tuples, compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
@@ -80,11 +80,12 @@ def _open(db: Path, repair: bool) -> Store:
     """The store to verify: as any command opens it (migrated if older), or, where this process
     may not write it (an archive on a read-only file system, a file without write permission),
     read-only; ``--repair`` writes it, so there that is an error."""
-    if os.access(db, os.W_OK) and os.access(db.resolve().parent, os.W_OK):
+    if not (why := not_writable(db)):
         return Store(db)
     if repair:
-        raise StoreError(f"{db}: cannot be written here, and --repair writes the jobs it finishes "
-                         "into it; fix: copy the store to a writable folder, or verify without --repair")
+        raise StoreError(f"{db}: cannot be written here ({why}), and --repair writes the jobs it "
+                         "finishes into it; fix: copy the store to a writable folder, or verify "
+                         "without --repair")
     return Store(db, readonly=True)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from vcrime_audit.audit.people import people_section, rating_summary, solvability
+from vcrime_audit.audit.people import people_lines, rating_summary, read_people, solvability
 from vcrime_audit.ratings import KeyTurn, save_rating
 from vcrime_audit.store import Store
 
@@ -45,7 +45,7 @@ def test_a_task_is_solvable_when_one_of_its_first_three_players_won(store):
     assert tasks["a"].players == ["human:p1", "human:p2", "human:p3"] and not tasks["a"].solvable
     assert tasks["b"].players == ["human:p2", "human:p1"] and tasks["b"].winners == ["human:p2"]
     assert tasks["b"].pass_at_1 == {"m": (1, 2)} and tasks["a"].pass_at_1 == {"m": (0, 1)}
-    section = "\n".join(people_section(store.path))
+    section = "\n".join(people_lines(read_people(store)))
     assert "Solvable: **1 of 2** task(s)" in section
     assert "| b | p2, p1 | p2 | yes | 50% (1/2) |" in section
 
@@ -80,10 +80,10 @@ def test_rating_means_intervals_and_weighted_kappa(store):
     for i, target in enumerate(("judge_score", "world_manager_score")):
         expected = cohen_kappa_score([s[i] for s in ana], [s[i] for s in ben], weights="quadratic")
         assert summary.agreements[("ana", "ben", target)].kappa == pytest.approx(expected)
-    section = "\n".join(people_section(store.path))
+    section = "\n".join(people_lines(read_people(store)))
     assert "### Human ratings of the Judge and the World Manager" in section
     assert "13 rating(s) of key turns by 3 rater(s)" in section
 
 
 def test_a_store_without_people_has_no_section(tmp_path):
-    assert people_section(Store(tmp_path / "empty.sqlite").path) == []
+    assert people_lines(read_people(Store(tmp_path / "empty.sqlite"))) == []

@@ -17,7 +17,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
-from pathlib import Path
 
 from ..defaults import DEFAULT_RESAMPLES
 from ..intervals import Interval
@@ -116,16 +115,6 @@ class People:
 
 def read_people(store: Store) -> People:
     return People(solvability(store), rating_summary(store))
-
-
-def people_section(db: Path) -> list[str]:
-    """The report's "People in the loop" section of the store at ``db``, read at one moment."""
-    store = Store.open_existing(db)
-    try:
-        with store.one_moment():
-            return people_lines(read_people(store))
-    finally:
-        store.close()
 
 
 def people_lines(people: People) -> list[str]:

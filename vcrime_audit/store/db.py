@@ -13,7 +13,6 @@ turn's commit.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import __version__
 from ..canonical import rows_content_hash
-from ..regular_files import not_regular
+from ..regular_files import not_regular, not_writable
 from .connection import IN_MEMORY, UnreadableLog, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
@@ -66,22 +65,6 @@ def _is_file(path: Path) -> bool:
                          "of a store written by vcrime-audit") from None
 
 
-def _not_writable(path: Path) -> str:
-    """Why SQLite could not write ``path`` (and the -wal and -shm files beside it); '' if it can."""
-    try:
-        places = (path.parent, path) if path.exists() else (path.parent,)
-    except OSError:  # a name too long, say: opening it names the problem
-        return ""
-    for place in places:
-        if not os.access(place, os.W_OK):
-            try:
-                read_only = bool(os.statvfs(place).f_flag & os.ST_RDONLY)
-            except OSError:
-                read_only = False
-            return "a read-only file system" if read_only else f"no permission to write {place}"
-    return ""
-
-
 class Store:
     """A store on disk. ``readonly=True`` (or :meth:`open_existing`) opens an existing store
     for reading only: it creates no file or folder and never migrates. :meth:`in_memory` makes
@@ -117,7 +100,7 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror}); fix: "
                                  "point --db at a writable place") from None
-            if why := _not_writable(self.path):
+            if why := not_writable(self.path):
                 raise StoreError(f"{self.path}: cannot be written here ({why}), and this command "
                                  "writes to the store; fix: copy the store to a writable folder and "
                                  "point --db at the copy")
