@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -32,6 +33,18 @@ CHROMIUM = os.environ.get("VCRIME_CHROMIUM", "/usr/bin/chromium")
 # longer than hypothesis's 200 ms on a loaded 2-core machine, and a test must not fail for it.
 settings.register_profile("no-deadline", deadline=None)
 settings.load_profile("no-deadline")
+
+
+@pytest.fixture(autouse=True)
+def cycle_collector_left_on() -> Iterator[None]:
+    """Fail a test that leaves the cycle collector off in the test process (a block of
+    ``collector_off_while_runs_play`` never closed): later tests' objects in cycles, open stores
+    among them, would then never be freed."""
+    gc.enable()
+    yield
+    if not gc.isenabled():
+        gc.enable()
+        pytest.fail("the cycle collector was left off (gc.isenabled() is False after the test)")
 
 
 @contextmanager
@@ -176,9 +189,24 @@ def read_only_folder(tmp_path):
         pytest.skip("cannot mount a tmpfs here")
     try:
         yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], capture_output=True)
+    finally:  # lazily where a file is still open: no mount outlives the test
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def open_under(folder: Path) -> list[str]:
+    """The files under ``folder`` that this process holds open."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(f"{folder}/"):
+            held.append(target)
+    return sorted(held)
 
 
 def remount(folder: Path, mode: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], check=True)
+    done = subprocess.run(["mount", "-o", f"remount,{mode}", str(folder)], capture_output=True, text=True)
+    assert done.returncode == 0, (done.stderr.strip(), "open here:", open_under(folder))

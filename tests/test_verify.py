@@ -356,3 +356,22 @@ def test_a_store_on_a_read_only_file_system_is_verified_and_repair_refused(demo_
     assert code != 0 and out.strip().splitlines()[-1] == (
         f"error: {db}: cannot be written here (a read-only file system), and --repair writes the jobs "
         "it finishes into it; fix: copy the store to a writable folder, or verify without --repair")
+
+
+def test_a_job_whose_rows_cannot_be_read_is_named_and_the_others_verified(demo_store, tmp_path):
+    """A follow-up's call rows on zeroed pages: each follow-up is a verdict naming it, the run and
+    the certification are still verified, and SQLite's integrity check is a store problem."""
+    from tests.damage import zero_table_pages
+
+    db = tmp_path / "damaged.sqlite"
+    shutil.copyfile(demo_store, db)
+    zero_table_pages(db, "followup_calls")
+    code, out = verify("--db", str(db), str(CASSETTES))
+    assert code == 1, out
+    lines = out.splitlines()
+    for kind in ("rejudge", "annotate", "interrogate"):
+        assert any(line.startswith(f"differs          {kind} ") and line.endswith(
+            ": its rows cannot be read (database disk image is malformed); fix: restore the store "
+            "from a copy, or replay its cassettes into a new store") for line in lines), out
+    assert sum(line.startswith("verified ") for line in lines) == 2, out
+    assert any(line.startswith("store problem: integrity_check:") for line in lines), out

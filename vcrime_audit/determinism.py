@@ -222,5 +222,6 @@ async def check_study(study: Any, shard: tuple[int, int], k: int) -> list[Determ
                 store._insert("determinism", store_rows(report, config.run_id()), replace=True)
             reports.append(report)
     finally:
+        store.close()
         await backend.aclose()
     return reports

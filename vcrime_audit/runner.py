@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -274,14 +275,9 @@ async def run_episode(config: RunConfig, db: Path = DEFAULT_DB, cassette_dir: Pa
     inner = None
     if cassette.recording:
         inner = backend if backend is not None else make_backend(config.backend, entries)
-    own = store is None
-    store = store or Store(db)
-    try:
-        return await _play(config, world, _roles(config, entries), cassette, inner, store,
+    with nullcontext(store) if store is not None else Store(db) as into:
+        return await _play(config, world, _roles(config, entries), cassette, inner, into,
                            owns_inner=backend is None, observer=observer, on_calls_done=on_calls_done)
-    finally:
-        if own:
-            store.close()
 
 
 def check_records_run(cassette: Cassette, config: RunConfig) -> None:
@@ -344,8 +340,8 @@ async def _replay(cassette_path: Path, db: Path | None) -> RunOutcome:
     config, world, entries = _from_meta(cassette)
     run_id = check_id(config.run_id(), f"{cassette_path}: header.meta.config.task (the run id)",
                       MAX_RUN_ID)
-    store = Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite"))
-    return await _play(config, world, _roles(config, entries), cassette, None, store)
+    with Store(db or inside(Path("runs"), f"replay-{run_id}.sqlite")) as store:
+        return await _play(config, world, _roles(config, entries), cassette, None, store)
 
 
 async def replay_loaded(cassette: Cassette, store: Store, found_for: str | None = None) -> RunOutcome:

@@ -59,13 +59,16 @@ def _replay(path: Path, cassette: Cassette, scratch: Path, store: Path | None) -
             raise CassetteError(f"{path}: a follow-up cassette replays only on the store it was "
                                 "recorded on; fix: pass --db STORE")
         copy = scratch.with_name("followup-store.sqlite")
-        Store(store).copy_to(copy)
-        outcome = asyncio.run(replay(workflow_for(cassette.meta.get("followup", "")), path, Store(copy)))
+        with Store(store) as recorded_on:
+            recorded_on.copy_to(copy)
+        with Store(copy) as copied:
+            outcome = asyncio.run(replay(workflow_for(cassette.meta.get("followup", "")), path, copied))
         return outcome.check, outcome.rows_hash
     from .runner import replay as replay_run
 
     outcome = asyncio.run(replay_run(path, scratch))
-    return outcome.check, _legacy_run_hash(Store(scratch), outcome.run_id)
+    with Store(scratch) as replayed:
+        return outcome.check, _legacy_run_hash(replayed, outcome.run_id)
 
 
 def upgrade_cassette(path: Path, store: Path | None = None) -> str:

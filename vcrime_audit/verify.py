@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -26,7 +27,7 @@ from .regular_files import not_writable
 from .rowdigest import TableTuples, compare_table_tuples, compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
-from .store.db import RUN_TABLES, StoreError
+from .store.db import RUN_TABLES, StoreError, sqlite_message
 from .store.integrity_check import IntegrityCheck
 from .store.kept import KeptTurnRows
 from .warm_workers import process_pool
@@ -195,8 +196,7 @@ class Verifier:
         if not Path(db).is_file():
             raise StoreError(f"{db}: no such store; fix: pass --db with a store written by "
                              "vcrime-audit")
-        store = _open(Path(db), self.repair)
-        try:
+        with _open(Path(db), self.repair) as store:
             integrity = IntegrityCheck(Path(db))
             try:
                 run_ids = [run["run_id"] for run in store.runs() if only is None or run["run_id"] in only]
@@ -211,12 +211,10 @@ class Verifier:
             if only is not None:
                 return problems
             for row in list(store.db["certifications"].rows_where(order_by="certification_id")):
-                self._certification(store, row)
+                self._job(self._certification, store, "certification", row["certification_id"], row)
             for row in list(store.db["followups"].rows_where(order_by="started_at, followup_id")):
-                self._followup(store, row)
+                self._job(self._followup, store, row["kind"], row["followup_id"], row)
             return problems
-        finally:
-            store.close()
 
     def runs(self, store: Store, run_ids: set[str]) -> None:
         """Verify these runs of ``store``, in the store's order (the cycle collector off, as in
@@ -224,7 +222,19 @@ class Verifier:
         with collector_off_while_runs_play():
             for run in store.runs():
                 if run["run_id"] in run_ids:
-                    self._run(store, run)
+                    self._job(self._run, store, "run", run["run_id"], run)
+
+    def _job(self, verify: Callable[[Store, dict[str, Any]], None], store: Store, kind: str,
+             job_id: str, row: dict[str, Any]) -> None:
+        """``verify(store, row)``; rows of the job that the store cannot give (a damaged page)
+        are its verdict, and the other jobs are still verified."""
+        try:
+            verify(store, row)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            release_frames(exc)
+            self._add(Verdict(kind, job_id, DIFFERS, f"its rows cannot be read ({sqlite_message(exc)}); "
+                              "fix: restore the store from a copy, or replay its cassettes into a "
+                              "new store"))
 
     def _runs_in_processes(self, db: Path, run_ids: list[str]) -> None:
         """Each run replayed in one of ``workers`` processes (fresh interpreters: no thread or
@@ -308,14 +318,14 @@ class Verifier:
             outcome = _played(replay_certification(path, scratch, found_for=cid))
         except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
             return self._add(Verdict("certification", cid, DIFFERS, _first_line(exc)))
-        other = Store(scratch)
 
         def tables(s: Store, job: str) -> dict[str, list[dict[str, Any]]]:
             return {"certifications": [cstore.certification(s, job) or {}],
                     "conversations": cstore.conversations(s, job)}
 
-        self._add(self._compare("certification", cid, tables(store, cid),
-                                tables(other, outcome.certification_id), outcome.check))
+        with Store(scratch) as other:
+            replayed = tables(other, outcome.certification_id)
+        self._add(self._compare("certification", cid, tables(store, cid), replayed, outcome.check))
         self._finalise_if_pending(path)
 
     def _followup(self, store: Store, row: dict[str, Any]) -> None:
@@ -335,17 +345,17 @@ class Verifier:
             return self._repair(lambda: _played(replay(workflow, path, store, fid)), kind, fid)
         scratch = self._scratch(fid, empty=False)
         store.copy_to(scratch)
-        other = Store(scratch)
-        try:
-            outcome = _played(replay(workflow, path, other, fid))
-        except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
-            return self._add(Verdict(kind, fid, DIFFERS, _first_line(exc)))
+        with Store(scratch) as other:
+            try:
+                outcome = _played(replay(workflow, path, other, fid))
+            except (CassetteError, CassetteMiss, StoreError, ValueError) as exc:
+                return self._add(Verdict(kind, fid, DIFFERS, _first_line(exc)))
+            actual = {"followups": [other.db["followups"].get(fid)], **workflow.result_rows(other, fid),
+                      "followup_calls": list(other.db["followup_calls"].rows_where(
+                          "followup_id = ?", [fid], order_by="seq"))}
         expected = {"followups": [dict(row)], **workflow.result_rows(store, fid),
                     "followup_calls": list(store.db["followup_calls"].rows_where(
                         "followup_id = ?", [fid], order_by="seq"))}
-        actual = {"followups": [other.db["followups"].get(fid)], **workflow.result_rows(other, fid),
-                  "followup_calls": list(other.db["followup_calls"].rows_where(
-                      "followup_id = ?", [fid], order_by="seq"))}
         self._add(self._compare(kind, fid, expected, actual, outcome.check))
         self._finalise_if_pending(path)
 

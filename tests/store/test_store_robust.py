@@ -176,3 +176,40 @@ def test_a_store_opened_at_any_path_opens_or_names_its_problem(tmp_path, name):
             Store(tmp_path / "in" / name, readonly=readonly).close()
         except StoreError as exc:
             assert "fix:" in str(exc) and "\n" not in str(exc), exc
+
+
+def test_a_schema_whose_text_is_not_utf8_is_named_and_the_file_closed(tmp_path):
+    """SQLite's message then quotes the bad byte, and Python raises UnicodeDecodeError in place of
+    SQLite's error: it was reported as "a row holds malformed data", and the file was left open."""
+    from tests.conftest import open_under
+
+    db = tmp_path / "s.sqlite"
+    Store(db).close()
+    data = bytearray(db.read_bytes())
+    at = data.index(b'CREATE TABLE "turns"') + len(b'CREATE TABLE "')
+    data[at] = 0x80
+    db.write_bytes(bytes(data))
+    for readonly in (False, True):
+        with pytest.raises(StoreError) as refused:
+            Store(db, readonly=readonly)
+        assert "not a usable SQLite store (malformed database schema" in str(refused.value)
+        assert open_under(tmp_path) == []
+    done = CliRunner().invoke(app, ["runs", "--db", str(db)])
+    assert done.exit_code == 2 and done.output.startswith(f"error: {db}: not a usable SQLite store "
+                                                          "(malformed database schema (turns)")
+
+
+def test_a_command_writing_into_a_damaged_store_names_it_in_one_line(tmp_path):
+    from tests.committed import DEMO_RUN
+    from tests.conftest import open_under
+    from tests.damage import zero_table_pages
+
+    db = tmp_path / "s.sqlite"
+    assert CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(db)]).exit_code == 0
+    zero_table_pages(db, "runs")
+    done = CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(db)])
+    assert done.exit_code == 2 and done.exception is None or isinstance(done.exception, SystemExit)
+    assert done.output.strip().splitlines()[-1] == (
+        f"error: {db}: cannot be read or written (database disk image is malformed); fix: check it "
+        "with `vcrime-audit verify`, restore it from a copy, or replay its cassettes into a new store")
+    assert open_under(tmp_path) == []

@@ -105,36 +105,35 @@ def run_audit(db: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int
     finding = _finding_evidence(lexicon)
     jobs: list[Forked[Any] | Prepared[Any]] = [finding]
     try:
-        with store.one_moment():
-            stored = read_judgments(store)
-            following = Forked(_followups_of, read_followup_tables(store), stored,
-                               n_resamples=n_resamples, seed=seed, confidence=confidence)
-            jobs.append(following)
-            data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios,
-                                    models_root=models_root, judgments=stored)
-            data.turn_rate_cells  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
-            seconds["load"] = time.perf_counter() - start
-            judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
-            jobs.append(judging)
+        with store:
+            with store.one_moment():
+                stored = read_judgments(store)
+                following = Forked(_followups_of, read_followup_tables(store), stored,
+                                   n_resamples=n_resamples, seed=seed, confidence=confidence)
+                jobs.append(following)
+                data = load_audit_input(store, lexicon=lexicon, scenarios=scenarios,
+                                        models_root=models_root, judgments=stored)
+                data.turn_rate_cells  # noqa: B018 -- built once, here, for the metrics and the judge audit's child
+                seconds["load"] = time.perf_counter() - start
+                judging = Forked(judge_audit, data, n_resamples=n_resamples, seed=seed, confidence=confidence)
+                jobs.append(judging)
+                start = time.perf_counter()
+                try:
+                    metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed,
+                                               confidence=confidence, primary_judge=primary_judge)
+                except ValueError as exc:
+                    raise AuditInputError(f"{store.path}: {exc}") from None
+                seconds["metrics"] = time.perf_counter() - start
+                flagged = {h.run_id: h.excess_turns for h in metrics.harm_runs.values() if h.over_harm}
+                finding.start(flagged_actions(store, flagged), flagged)
+                other = read_other_rows(store)
             start = time.perf_counter()
-            try:
-                metrics = attacker_metrics(data, n_resamples=n_resamples, seed=seed,
-                                           confidence=confidence, primary_judge=primary_judge)
-            except ValueError as exc:
-                raise AuditInputError(f"{store.path}: {exc}") from None
-            seconds["metrics"] = time.perf_counter() - start
-            flagged = {h.run_id: h.excess_turns for h in metrics.harm_runs.values() if h.over_harm}
-            finding.start(flagged_actions(store, flagged), flagged)
-            other = read_other_rows(store)
-        start = time.perf_counter()
-        followups = following.result()
-        judges = judging.result()
-        evidence = finding.result()
-        seconds["children"] = time.perf_counter() - start
+            followups = following.result()
+            judges = judging.result()
+            evidence = finding.result()
+            seconds["children"] = time.perf_counter() - start
     except BaseException:
         for job in jobs:
             job.cancel()
         raise
-    finally:
-        store.db.conn.close()
     return AuditResult(data, metrics, judges, evidence, seconds, followups, other)

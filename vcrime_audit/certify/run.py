@@ -353,7 +353,8 @@ async def run_certification(config: CertifyConfig, db: Path = DEFAULT_DB,
     inner = None
     if cassette.recording:
         inner = backend if backend is not None else make_backend(config.backend, setup.entries)
-    return await _play(setup, cassette, inner, Store(db), progress if cassette.recording else None)
+    with Store(db) as store:
+        return await _play(setup, cassette, inner, store, progress if cassette.recording else None)
 
 
 async def replay_certification(cassette_file: Path, db: Path | None = None,
@@ -370,5 +371,5 @@ async def replay_certification(cassette_file: Path, db: Path | None = None,
     cid = setup.config.certification_id(setup.spec)
     if found_for is not None:
         check_recorded_job(cassette.path, "certification", cid, found_for)
-    store = Store(db or Path("runs") / f"replay-certify-{cid}.sqlite")
-    return await _play(setup, cassette, None, store, progress)
+    with Store(db or Path("runs") / f"replay-certify-{cid}.sqlite") as store:
+        return await _play(setup, cassette, None, store, progress)

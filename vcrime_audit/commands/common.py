@@ -159,17 +159,15 @@ def reading_store(path: object) -> Iterator[None]:
     naming the store and the fix (errors that already carry their fix pass unchanged)."""
     import sqlite3
 
-    from ..store.db import StoreError
+    from ..store.db import DAMAGED_FIX, StoreError, store_error
 
-    fix = ("fix: check it with `vcrime-audit verify`, restore it from a copy, or replay its "
-           "cassettes into a new store")
     try:
         yield
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: cannot be read ({exc}); {fix}") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # the second: SQLite's message
+        raise store_error(path, exc, "cannot be read") from None
     except (TypeError, KeyError, IndexError, AttributeError, ValueError, RecursionError) as exc:
         if isinstance(exc, tuple(e for e in user_errors() if e is not ValueError)):
             raise
         detail = str(exc).splitlines()[0][:200] if str(exc) else ""
         raise StoreError(f"{path}: a row holds malformed data ({type(exc).__name__}: {detail}); "
-                         f"{fix}") from None
+                         f"{DAMAGED_FIX}") from None

@@ -36,8 +36,7 @@ def determinism(
         if db is not None:
             from ..store import Store
 
-            store = Store(db)
-            with store.db.conn:
+            with Store(db) as store, store.db.conn:
                 store._insert("determinism", store_rows(report, run_id_of(cassette)), replace=True)
     except user_errors() as exc:
         fail(exc)

@@ -52,8 +52,7 @@ def _execute(workflow: Workflow[Any], make_config: Any, db: Path, backend: str, 
     if record_mode not in RecordMode.__members__:
         fail(f"--record-mode must be one of once, new, none, all; got {record_mode!r}")
     try:
-        store = Store(db)
-        with on_stderr():
+        with Store(db) as store, on_stderr():
             if replay is not None:
                 return asyncio.run(session.replay(workflow, replay, store))
             return asyncio.run(session.record(workflow, make_config(), store, backend_name=backend,

@@ -62,8 +62,12 @@ def connect(path: Path, readonly: bool, in_memory: bool = False) -> sqlite3.Conn
         return conn
     if not readonly:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, factory=StoreConnection)
-        _set_wal(conn)
-        conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            _set_wal(conn)  # the first read of the file: raises if it is no SQLite database
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            conn.close()
+            raise
         return conn
     return _reader(path)
 
@@ -86,7 +90,7 @@ def _reader(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA query_only=ON")
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the log too
             return conn
-        except sqlite3.Error as exc:
+        except BaseException as exc:  # a damaged schema's message may not even decode
             conn.close()
             if not isinstance(exc, sqlite3.OperationalError) or "unable to open" not in str(exc):
                 raise

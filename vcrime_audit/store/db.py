@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import __version__
 from ..canonical import rows_content_hash
+from ..collector import release_frames
 from ..regular_files import not_regular, not_writable
-from .connection import IN_MEMORY, UnreadableLog, connect
+from .connection import BUSY_TIMEOUT_S, IN_MEMORY, UnreadableLog, connect
 from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
 from .sqlite_utils_without_numpy import sqlite_utils
@@ -63,6 +64,31 @@ def _is_file(path: Path) -> bool:
     except OSError as exc:
         raise StoreError(f"{path}: cannot be looked up ({exc.strerror}); fix: pass --db the path "
                          "of a store written by vcrime-audit") from None
+
+
+def sqlite_message(exc: BaseException) -> str:
+    """What SQLite said. Python raises UnicodeDecodeError in place of SQLite's error when the
+    message is not UTF-8: a damaged schema's message quotes the damaged bytes."""
+    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
+        return exc.object.decode("utf-8", "replace")
+    return str(exc)
+
+
+DAMAGED_FIX = ("fix: check it with `vcrime-audit verify`, restore it from a copy, or replay its "
+               "cassettes into a new store")
+
+
+def store_error(path: object, exc: BaseException, what: str = "cannot be read or written") -> StoreError:
+    """What SQLite raised while a store was read or written, as one line naming the store and the
+    fix: a lock held too long, a full disk, or (anything else) a damaged file."""
+    message = sqlite_message(exc)
+    if "locked" in message or "busy" in message:
+        return StoreError(f"{path}: another process held it locked for {BUSY_TIMEOUT_S:g} s "
+                          f"({message}); fix: let that process finish, or use another store")
+    if "disk is full" in message:
+        return StoreError(f"{path}: {what} ({message}); fix: free disk space where it lies and "
+                          "run the command again")
+    return StoreError(f"{path}: {what} ({message}); {DAMAGED_FIX}")
 
 
 class Store:
@@ -108,36 +134,51 @@ class Store:
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
             self.migrated = []
             return
-        try:
+        with self._named_errors():
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
-            # one read snapshot: another process may commit a new store's schema in between
-            self.db.conn.execute("BEGIN")
-            try:
-                applied = applied_migrations(self.db.conn)
-                tables = set(self.db.table_names()) - {"_migrations"}
-            finally:
-                self.db.conn.commit()
-            if not applied and (readonly or tables):
-                raise StoreError(f"{self.path}: not a vcrime-audit store (no migration is "
-                                 "recorded in a _migrations table); fix: point --db at a store "
-                                 "written by vcrime-audit, or at a new file")
-            pending_migrations(applied)
-            self.migrated = [] if readonly else migrate(self.db)
-            problems = schema_problems(self.db.conn)
+        try:
+            with self._named_errors():
+                problems = self._migrate_and_check(readonly)
+            if problems:
+                raise StoreError(f"{self.path}: damaged store: {problems[0]}"
+                                 + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+                                 + "; fix: restore the store from a copy, or replay its cassettes "
+                                 "into a new store (vcrime-audit replay CASSETTE --db NEW)")
+        except BaseException as exc:  # a store refused is closed here: no caller holds it
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def _migrate_and_check(self, readonly: bool) -> list[str]:
+        """Apply the pending migrations (none when ``readonly``); the schema's problems."""
+        # one read snapshot: another process may commit a new store's schema in between
+        self.db.conn.execute("BEGIN")
+        try:
+            applied = applied_migrations(self.db.conn)
+            tables = set(self.db.table_names()) - {"_migrations"}
+        finally:
+            self.db.conn.commit()
+        if not applied and (readonly or tables):
+            raise StoreError(f"{self.path}: not a vcrime-audit store (no migration is recorded in "
+                             "a _migrations table); fix: point --db at a store written by "
+                             "vcrime-audit, or at a new file")
+        pending_migrations(applied)
+        self.migrated = [] if readonly else migrate(self.db)
+        return schema_problems(self.db.conn)
+
+    @contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """SQLite's and the migrations' errors as one :class:`StoreError` line naming the store."""
+        try:
+            yield
         except NewerSchemaError as exc:
             raise StoreError(f"{self.path}: written by a newer vcrime-audit (schema migration(s) "
                              f"{exc} unknown to version {__version__}); fix: upgrade vcrime-audit, "
                              "or use another store") from None
         except UnreadableLog as exc:
             raise StoreError(f"{self.path}: {exc}") from None
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise StoreError(f"{self.path}: not a usable SQLite store ({exc}); fix: point --db at "
-                             "a vcrime-audit store or a new file") from None
-        if problems:
-            raise StoreError(f"{self.path}: damaged store: {problems[0]}"
-                             + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
-                             + "; fix: restore the store from a copy, or replay its cassettes into "
-                             "a new store (vcrime-audit replay CASSETTE --db NEW)")
+        except (sqlite3.DatabaseError, OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{self.path}: not a usable SQLite store ({sqlite_message(exc)}); fix: "
+                             "point --db at a vcrime-audit store or a new file") from None
 
     @classmethod
     def open_existing(cls, path: Path | str) -> Store:
@@ -154,8 +195,17 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        """Close. When ``exc`` is propagating, clear the locals of the frames it left first (a
+        cursor one of them holds keeps the file open after ``close``: SQLite closes a connection
+        whose statements are not finalized only once they are, and with the cycle collector off
+        (:mod:`vcrime_audit.collector`) the exception's frames outlive the command); and raise
+        what SQLite raised as one line naming this store (:func:`store_error`)."""
+        if exc is not None:
+            release_frames(exc)
         self.close()
+        if isinstance(exc, (sqlite3.DatabaseError, UnicodeDecodeError)) and not self._memory:
+            raise store_error(self.path, exc) from None
 
     def close(self) -> None:
         """Close the connection(s); the last one to close folds the write-ahead log into the file.

@@ -10,15 +10,21 @@ from pathlib import Path
 
 from .. import __version__
 from .connection import connect
-from .db import Store
+from .db import Store, sqlite_message
 from .migrations import NewerSchemaError, applied_migrations, pending_migrations
 from .schema import schema_problems
 
 
 def integrity_check_lines(conn: sqlite3.Connection) -> list[str]:
-    """``PRAGMA integrity_check``'s findings, each a line ("integrity_check: ..."); none if sound."""
-    return [f"integrity_check: {row[0]}" for row in conn.execute("PRAGMA integrity_check")
-            if row[0] != "ok"]
+    """``PRAGMA integrity_check``'s findings, each a line ("integrity_check: ..."); none if sound.
+    A file too damaged to be checked (SQLite then raises) is one finding."""
+    try:
+        rows = conn.execute("PRAGMA integrity_check").fetchall()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        if "interrupted" in str(exc):  # IntegrityCheck.cancel
+            raise
+        return [f"integrity_check: {sqlite_message(exc)}"]
+    return [f"integrity_check: {row[0]}" for row in rows if row[0] != "ok"]
 
 
 def integrity_problems(store: Store | Path | str) -> list[str]:
@@ -38,8 +44,8 @@ def integrity_problems(store: Store | Path | str) -> list[str]:
         except NewerSchemaError as exc:
             problems.append(f"schema: migration(s) {exc} unknown to version {__version__}")
         problems += schema_problems(conn)
-    except sqlite3.DatabaseError as exc:
-        problems = [f"not a usable SQLite store ({exc})"]
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        problems = [f"not a usable SQLite store ({sqlite_message(exc)})"]
     finally:
         if not isinstance(store, Store):
             conn.close()

@@ -60,7 +60,7 @@ class Game:
         backend = HumanAndModels(self.human, self.models)
         try:
             self.outcome = await run_episode(self.config, self.db, self.cassette_dir, RecordMode.once,
-                                             store=Store(self.db), backend=backend, observer=self.observe)
+                                             backend=backend, observer=self.observe)
             self.status, self.reason = self.outcome.status, self.outcome.reason
         except Exception as exc:  # shown on the page; the run is marked 'error' in the store
             self.error = f"{type(exc).__name__}: {exc}"
@@ -77,11 +77,11 @@ def recorded_models(path: Path) -> ModelBackend:
 def free_seed(config: RunConfig, db: Path, cassette_dir: Path, limit: int = 10_000) -> RunConfig:
     """The config with the first seed whose run id is in neither the store nor the cassettes,
     so a player's new game never replays or overwrites an earlier one."""
-    store = Store(db)
-    for seed in range(limit):
-        candidate = RunConfig(**{**config.__dict__, "seed": seed})
-        if store.run(candidate.run_id()) is None and not cassette_path(candidate, cassette_dir).exists():
-            return candidate
+    with Store(db) as store:
+        for seed in range(limit):
+            candidate = RunConfig(**{**config.__dict__, "seed": seed})
+            if store.run(candidate.run_id()) is None and not cassette_path(candidate, cassette_dir).exists():
+                return candidate
     raise ValueError(f"--seed: the first {limit} seeds are taken for this player and task; pass --seed")
 
 
