@@ -213,18 +213,17 @@ def make_synthetic_store(path: str | Path, config: SyntheticConfig | None = None
         path.unlink()
     generator = _Generator(config, scenarios)
     generator.generate()
-    store = Store(path)
-    conn = store.db.conn
-    with conn:
-        for table, sql in _SQL.items():
-            conn.executemany(sql, generator.rows[table])
-        models = {m.name: m for m in generator.attackers + generator.judges}
-        conn.executemany("INSERT INTO models (name, family, vendor, source, fingerprint) "
-                         "VALUES (?, ?, ?, ?, ?)",
-                         [(m.name, m.name, m.vendor, "synthetic", content_hash(["synthetic", m.name]))
-                          for m in models.values()])
-        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-            ("synthetic", "1"), ("note", SYNTHETIC_NOTE),
-            ("generator", "vcrime_audit.audit.synthetic"), ("config", json.dumps(asdict(config)))])
-    store.db.conn.close()
+    with Store(path) as store:
+        conn = store.db.conn
+        with conn:
+            for table, sql in _SQL.items():
+                conn.executemany(sql, generator.rows[table])
+            models = {m.name: m for m in generator.attackers + generator.judges}
+            conn.executemany("INSERT INTO models (name, family, vendor, source, fingerprint) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             [(m.name, m.name, m.vendor, "synthetic", content_hash(["synthetic", m.name]))
+                              for m in models.values()])
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
+                ("synthetic", "1"), ("note", SYNTHETIC_NOTE),
+                ("generator", "vcrime_audit.audit.synthetic"), ("config", json.dumps(asdict(config)))])
     return path
