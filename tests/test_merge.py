@@ -156,3 +156,21 @@ def test_two_finished_copies_that_differ_are_still_refused(two_shards, tmp_path)
     merge_stores(tmp_path / "all.sqlite", [two_shards[0]])
     with pytest.raises(StoreError, match=f"run {run_id} differs"):
         merge_stores(tmp_path / "all.sqlite", [other])
+
+
+@pytest.mark.parametrize("damaged", ["target", "source"])
+def test_the_store_with_damaged_pages_is_the_one_named(two_shards, tmp_path, damaged):
+    """SQLite's error does not say which of the two files it read: the sound input was named when
+    the target was damaged."""
+    from tests.damage import zero_table_pages
+
+    out, source = tmp_path / "all.sqlite", tmp_path / "shard1.sqlite"
+    source.write_bytes(two_shards[1].read_bytes())
+    merge_stores(out, [two_shards[0]])
+    zero_table_pages(out if damaged == "target" else source, "turns")
+    with pytest.raises(StoreError) as refused:
+        merge_stores(out, [source])
+    named = out if damaged == "target" else source
+    assert str(refused.value) == (
+        f"{named}: cannot be read or merged (database disk image is malformed); fix: check it with "
+        "`vcrime-audit verify`, restore it from a copy, or replay its cassettes into a new store")

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cassette.persist import copy_final
+from .collector import release_frames
 from .statuses import RUN_OUTCOMES
 from .store import Store, turn_rows_hash
-from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError
+from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError, store_error
+from .store.integrity_check import integrity_check_lines
 
 
 @dataclass
@@ -82,13 +84,22 @@ def merge_stores(out: Path, inputs: list[Path]) -> MergeReport:
             try:
                 with source.one_moment():  # a shard that a study still writes: as it was then
                     _merge_one(path, source, target, out, report)
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{path}: cannot be read or merged ({exc}); fix: check both "
-                                 "stores with `vcrime-audit verify`") from None
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                release_frames(exc)
+                raise store_error(_damaged(source, target), exc, "cannot be read or merged") from None
     finally:
         for store in stores:
             store.close()
     return report
+
+
+def _damaged(source: Store, target: Store) -> Path:
+    """Which of the two stores a merge read or wrote when SQLite failed: the one whose integrity
+    check finds a problem (the source first), else the target (a lock held too long)."""
+    for store in (source, target):
+        if integrity_check_lines(store.db.conn):
+            return store.path
+    return target.path
 
 
 def _merge_one(path: Path, source: Store, target: Store, out: Path, report: MergeReport) -> None:
