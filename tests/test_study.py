@@ -286,3 +286,25 @@ def test_a_study_sizes_the_per_run_memos_for_its_lanes_while_its_runs_play(regis
     assert result.done == 9 and not result.crashed
     assert seen == {6 * per_run}
     assert world._CANONICAL.limit == RUNS_FLOOR * per_run, "one run at a time again after the study"
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_study_into_a_store_with_damaged_pages_stops_in_one_line(tmp_path, processes):
+    from typer.testing import CliRunner
+
+    from tests.committed import DEMO_RUN, ROOT
+    from tests.damage import zero_table_pages
+    from vcrime_audit.cli import app
+
+    cassettes, db = tmp_path / "cassettes", tmp_path / "s.sqlite"
+    cassettes.mkdir()
+    for path in STUDY_DEMO_RUNS:
+        shutil.copyfile(path, cassettes / path.name)
+    assert CliRunner().invoke(app, ["replay", str(DEMO_RUN), "--db", str(db)]).exit_code == 0
+    zero_table_pages(db, "turns")
+    done = CliRunner().invoke(app, ["study", str(ROOT / "studies" / "demo.yaml"), "--replay", "--db",
+                                    str(db), "--cassette-dir", str(cassettes), "--processes", processes])
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.output
+    assert done.output.strip().splitlines()[-1] == (
+        f"error: {db}: cannot be read or written (database disk image is malformed); fix: check it "
+        "with `vcrime-audit verify`, restore it from a copy, or replay its cassettes into a new store")

@@ -195,27 +195,33 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
 
     ``take`` hands out the index of the next run to play (None: no more); by default every run
     in order. Processes that share one grid share one ``take`` (:mod:`vcrime_audit.study_processes`),
-    so each run is played once, by whichever process has a free slot first."""
-    take = take or in_order(len(pending))
+    so each run is played once, by whichever process has a free slot first. What SQLite raises
+    (a damaged store) stops the study as one line naming the store (``Store.__exit__``)."""
+    with store:
+        return await _play_runs(study, pending, store, progress, backend, replay_only, on_turn, on_run,
+                                take or in_order(len(pending)))
+
+
+async def _play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, progress: StudyProgress,
+                     backend: ModelBackend | None, replay_only: bool,
+                     on_turn: Callable[[str, TurnRecord], None] | None,
+                     on_run: Callable[[RunOutcome], None] | None, take: Callable[[], int | None]
+                     ) -> StudyProgress:
     inputs = EpisodeInputs()
-    try:
-        store.fold_jobs_behind()
-        prepare_default_lexicon()
-        if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
-            for task in sorted({c.task for c in pending}):
-                inputs.world(task)
-        owned = bool(pending) and backend is None and not replay_only
-        if owned:
-            names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
-            entries = {n: get_model(n) for n in names}
-            if study.backend != "openai" and not all(
-                    cassette_exists(cassette_path(c, study.cassette_dir)) for c in pending):
-                for entry in entries.values():  # before any run: one line naming the missing weights
-                    entry.weights_path()
-            backend = make_backend(study.backend, entries)
-    except BaseException:
-        store.close()
-        raise
+    store.fold_jobs_behind()
+    prepare_default_lexicon()
+    if not replay_only:  # a task's first read (its YAML) takes 10-40 ms: not with calls in flight
+        for task in sorted({c.task for c in pending}):
+            inputs.world(task)
+    owned = bool(pending) and backend is None and not replay_only
+    if owned:
+        names = sorted({n for c in pending for n in (c.attacker, c.judge, c.world_manager)})
+        entries = {n: get_model(n) for n in names}
+        if study.backend != "openai" and not all(
+                cassette_exists(cassette_path(c, study.cassette_dir)) for c in pending):
+            for entry in entries.values():  # before any run: one line naming the missing weights
+                entry.weights_path()
+        backend = make_backend(study.backend, entries)
     start_gate = asyncio.Lock()
     """A run's start (reading its task and cassette, claiming it in the store) runs on the event
     loop until its first model call; 256 runs starting in one pass would hold the loop for
@@ -274,5 +280,4 @@ async def play_runs(study: StudyConfig, pending: list[RunConfig], store: Store, 
         await asyncio.gather(*runs, return_exceptions=True)
         if owned and backend is not None:
             await backend.aclose()
-        store.close()
     return progress
