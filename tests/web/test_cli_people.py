@@ -37,3 +37,29 @@ def test_bad_input_gets_one_clear_line(tmp_path, args, expected):
     assert done.returncode == 2, done.stdout + done.stderr
     assert expected in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_store_damaged_under_the_rate_page_gets_a_page_naming_it(serve, tmp_path):
+    """The turn's patches on zeroed pages: a 503 page with the line naming the store and the fix
+    (a bare 500 and a traceback before), the same line in the server's output."""
+    import asyncio
+    import html
+    import urllib.error
+    import urllib.request
+
+    from tests.committed import HUMAN_DEMO
+    from tests.damage import zero_table_pages
+    from vcrime_audit.runner import replay
+
+    db = tmp_path / "s.sqlite"
+    asyncio.run(replay(HUMAN_DEMO, db))  # a person's game, with one key turn
+    zero_table_pages(db, "patches")
+    server = serve("rate", "--db", str(db), "--rater", "ana")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(server.url, timeout=30)
+    line = (f"{db}: cannot be read or written (database disk image is malformed); fix: check it with "
+            "`vcrime-audit verify`, restore it from a copy, or replay its cassettes into a new store")
+    assert refused.value.code == 503
+    assert html.unescape(refused.value.read().decode()).endswith(f"<p id=store-error>{line}</p>")
+    assert server.wait_for("error") == f"error     {line}"
+    assert "Traceback" not in server.stop()

@@ -116,25 +116,20 @@ def rate(
     if sample < 1 or max_turns < 1:
         fail("--sample and --max-turns must be at least 1")
     try:
-        store = Store(db)
-    except user_errors() as exc:
-        fail(exc)
-    with store:
-        try:
+        with Store(db) as store:  # what SQLite raises here is one line naming the store
             chosen = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
             items = select_key_turns(store, chosen, n_runs=sample, max_turns=max_turns, seed=seed)
+            if not items:
+                fail(f"--db {db}: the chosen runs have no key turn (checkpoint, critical failure, risky "
+                     "flag or catastrophic draw); pick other runs with --runs")
             sock = bind(host, port)
-        except user_errors() as exc:
-            fail(exc)
-        if not items:
-            sock.close()
-            fail(f"--db {db}: the chosen runs have no key turn (checkpoint, critical failure, risky flag or "
-                 "catastrophic draw); pick other runs with --runs")
-        n_runs = len({k.run_id for k in items})
-        typer.echo(f"rate      {len(items)} key turns of {n_runs} run(s); {len(rated(store, rater))} "
-                   f"already rated by {rater}")
-        typer.echo(f"open      {url(sock)}")
-        _warn_if_exposed(host)
-        typer.echo("stop      Ctrl+C (every rating is saved when submitted)")
-        _serve_until_stopped(serve(rate_app(store, items, rater, host), sock))
-        typer.echo(f"rated     {len(rated(store, rater))} turn(s) by {rater} in {db}")
+            n_runs = len({k.run_id for k in items})
+            typer.echo(f"rate      {len(items)} key turns of {n_runs} run(s); {len(rated(store, rater))} "
+                       f"already rated by {rater}")
+            typer.echo(f"open      {url(sock)}")
+            _warn_if_exposed(host)
+            typer.echo("stop      Ctrl+C (every rating is saved when submitted)")
+            _serve_until_stopped(serve(rate_app(store, items, rater, host), sock))
+            typer.echo(f"rated     {len(rated(store, rater))} turn(s) by {rater} in {db}")
+    except user_errors() as exc:
+        fail(exc)

@@ -19,7 +19,15 @@ from ..agents.render import full_view
 from ..ratings import NOTE_LIMIT, SCORES, KeyTurn, rated, save_rating
 from ..store import Store
 from ..world import WorldState
-from .security import FORM_REFUSALS, HEADERS, Guard, allowed_hosts, read_form, templates
+from .security import (
+    FORM_REFUSALS,
+    HEADERS,
+    Guard,
+    allowed_hosts,
+    read_form,
+    store_failure_handlers,
+    templates,
+)
 
 MAX_FORM_BYTES = 20_000
 RUBRIC = {
@@ -136,4 +144,5 @@ def rate_app(store: Store, items: list[KeyTurn], rater: str, host: str = "127.0.
         return RedirectResponse("/", status_code=303, headers=HEADERS)
 
     return Starlette(routes=[Route("/", show, methods=["GET"]), Route("/rate", submit, methods=["POST"])],
+                     exception_handlers=store_failure_handlers(store.path),
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))])

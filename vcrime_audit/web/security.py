@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import ImmutableMultiDict
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 
 COOKIE = "vcrime_session"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -101,3 +104,21 @@ async def read_form(request: Request, limit: int) -> tuple[ImmutableMultiDict | 
 
 def allowed_hosts(host: str) -> list[str]:
     return sorted({*LOOPBACK, host} | ({"*"} if host in ("0.0.0.0", "::") else set()))
+
+
+def store_failure_handlers(path: Path) -> dict[Any, Callable[[Request, Exception], Response]]:
+    """Starlette exception handlers for what SQLite raises on the page's store (a damaged page, a
+    lock held too long): a 503 page with the one line that names the store and the fix, in place
+    of a bare 500. Nothing the request was to save is saved (its transaction rolled back)."""
+    from html import escape
+
+    from ..store.db import store_error
+
+    def handler(request: Request, exc: Exception) -> Response:
+        line = str(store_error(path, exc))
+        print(f"error     {line}", flush=True)
+        what = "Nothing was saved. " if request.method == "POST" else ""
+        return HTMLResponse(f"<!doctype html><title>Store unavailable</title><p id=store-error>{what}"
+                            f"{escape(line)}</p>", status_code=503, headers=HEADERS)
+
+    return {sqlite3.DatabaseError: handler, UnicodeDecodeError: handler}
