@@ -174,8 +174,8 @@ async def run_study(study: StudyConfig, shard: tuple[int, int] = (1, 1),
     progress = StudyProgress(total=len(runs))
     try:
         pending = unfinished(runs, store, study.cassette_dir, progress)
-    except BaseException:
-        store.close()
+    except BaseException as exc:
+        store.__exit__(type(exc), exc, exc.__traceback__)
         raise
     return await play_runs(study, pending, store, progress, backend, replay_only, on_turn, on_run)
 

@@ -172,12 +172,9 @@ def run_study_processes(study: StudyConfig, processes: int, shard: tuple[int, in
     have finished the runs left."""
     try:
         runs = grid(study, shard)
-        store = Store(study.db)
         progress = StudyProgress(total=len(runs))
-        try:
+        with Store(study.db) as store:
             pending = unfinished(runs, store, study.cassette_dir, progress)
-        finally:
-            store.close()
         workers = min(processes, len(pending), study.concurrency)
         started = started if started is not None else start_processes(workers, (), "vcrime-study")
         workers = min(workers, len(started))

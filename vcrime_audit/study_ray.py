@@ -115,13 +115,9 @@ def take_over(db: Path, run_id: str) -> None:
     shard store, and Ray retries a task only after its previous worker died."""
     if not db.exists():
         return
-    store = Store(db)
-    try:
-        with store.db.conn:
-            store.db.conn.execute("UPDATE runs SET writer = NULL WHERE run_id = ? AND status = ?",
-                                  [run_id, RUNNING])
-    finally:
-        store.close()
+    with Store(db) as store, store.db.conn:
+        store.db.conn.execute("UPDATE runs SET writer = NULL WHERE run_id = ? AND status = ?",
+                              [run_id, RUNNING])
 
 
 def play_one(config: RunConfig, db: Path, cassette_dir: Path, replay_only: bool) -> TaskResult:
@@ -132,15 +128,12 @@ def play_one(config: RunConfig, db: Path, cassette_dir: Path, replay_only: bool)
     take_over(db, run_id)
     resume = cassette_exists(cassette_path(config, cassette_dir))
     mode = RecordMode.none if replay_only else RecordMode.new if resume else RecordMode.once
-    store = Store(db)
     try:
-        outcome = asyncio.run(run_episode(config, db, cassette_dir, mode, store=store))
+        outcome = asyncio.run(run_episode(config, db, cassette_dir, mode))
     except Exception as exc:
         if not is_job_failure(exc):
             raise
         return TaskResult(run_id, None, scrub_text(f"{type(exc).__name__}: {exc}"), this_writer())
-    finally:
-        store.close()
     return TaskResult(run_id, outcome, "", this_writer())
 
 
@@ -174,11 +167,8 @@ def pending_runs(study: StudyConfig, shard: tuple[int, int], progress: StudyProg
     runs = grid(study, shard)
     if not study.db.exists():
         return runs
-    store = Store(study.db)
-    try:
+    with Store(study.db) as store:
         return unfinished(runs, store, study.cassette_dir, progress)
-    finally:
-        store.close()
 
 
 def preflight(study: StudyConfig, pending: list[RunConfig]) -> None:
