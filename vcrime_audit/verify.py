@@ -230,7 +230,7 @@ class Verifier:
         are its verdict, and the other jobs are still verified."""
         try:
             verify(store, row)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        except sqlite3.DatabaseError as exc:
             release_frames(exc)
             self._add(Verdict(kind, job_id, DIFFERS, f"its rows cannot be read ({sqlite_message(exc)}); "
                               "fix: restore the store from a copy, or replay its cassettes into a "

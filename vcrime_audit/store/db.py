@@ -204,7 +204,7 @@ class Store:
         if exc is not None:
             release_frames(exc)
         self.close()
-        if isinstance(exc, (sqlite3.DatabaseError, UnicodeDecodeError)) and not self._memory:
+        if isinstance(exc, sqlite3.DatabaseError) and not self._memory:
             raise store_error(self.path, exc) from None
 
     def close(self) -> None:

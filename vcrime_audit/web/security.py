@@ -121,4 +121,4 @@ def store_failure_handlers(path: Path) -> dict[Any, Callable[[Request, Exception
         return HTMLResponse(f"<!doctype html><title>Store unavailable</title><p id=store-error>{what}"
                             f"{escape(line)}</p>", status_code=503, headers=HEADERS)
 
-    return {sqlite3.DatabaseError: handler, UnicodeDecodeError: handler}
+    return {sqlite3.DatabaseError: handler}
