@@ -1,4 +1,5 @@
-"""Mutate scenario files, stores and cassettes and run every command that reads them.
+"""Mutate scenario files, stores and cassettes and run every command that reads them (and, on
+its own copy of each mutated store, the commands that write one: replay, verify --repair).
 
     python benchmarks/fuzz_inputs.py            # >= 300 scenarios, >= 100 stores, >= 500 cassettes
     python benchmarks/fuzz_inputs.py --quick    # a few of each (the test runs this)
@@ -290,6 +291,13 @@ def store_cases(work: Path, n: int, rng: random.Random, quick: bool = False) -> 
                     ("merge", ["merge", str(work / "merged" / f"m{k}.sqlite"), str(path)]))
         for command, args in commands[:2] if quick else commands:
             cases.append(Case("stores", f"{command}:{kind}", cli(*args), watch=folder))
+        written = folder.with_name(f"{folder.name}-written")  # its own copy: reads above run beside it
+        shutil.copytree(folder, written)
+        into = written / "s.sqlite"
+        writers = (("replay", ["replay", str(RUN_CASSETTE), "--db", str(into)]),
+                   ("verify", ["verify", "--db", str(into), "--repair", str(RUN_CASSETTE.parent)]))
+        for command, args in writers[:1] if quick else writers:
+            cases.append(Case("stores", f"{command}:{kind}", cli(*args)))
 
     shutil.copy(base, work / "probe.sqlite")
     probe = sqlite3.connect(work / "probe.sqlite")
