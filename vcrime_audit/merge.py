@@ -11,7 +11,8 @@ from .cassette.persist import copy_final
 from .collector import release_frames
 from .statuses import RUN_OUTCOMES
 from .store import Store, turn_rows_hash
-from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES, StoreError, store_error
+from .store.db import FOLLOWUP_RUN_TABLES, ROW_ORDER, RUN_TABLES
+from .store.errors import StoreError, store_error
 from .store.integrity_check import integrity_check_lines
 
 

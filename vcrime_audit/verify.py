@@ -27,7 +27,8 @@ from .regular_files import not_writable
 from .rowdigest import TableTuples, compare_table_tuples, compare_tables
 from .statuses import CRASHED, RUNNING
 from .store import Store
-from .store.db import RUN_TABLES, StoreError, sqlite_message
+from .store.db import RUN_TABLES, StoreError
+from .store.errors import sqlite_message
 from .store.integrity_check import IntegrityCheck
 from .store.kept import KeptTurnRows
 from .warm_workers import process_pool

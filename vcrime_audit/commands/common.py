@@ -159,7 +159,7 @@ def reading_store(path: object) -> Iterator[None]:
     naming the store and the fix (errors that already carry their fix pass unchanged)."""
     import sqlite3
 
-    from ..store.db import DAMAGED_FIX, StoreError, store_error
+    from ..store.errors import DAMAGED_FIX, StoreError, store_error
 
     try:
         yield

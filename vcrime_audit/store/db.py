@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import __version__
 from ..canonical import rows_content_hash
 from ..collector import release_frames
 from ..regular_files import not_regular, not_writable
-from .connection import BUSY_TIMEOUT_S, IN_MEMORY, UnreadableLog, connect
-from .migrations import NewerSchemaError, applied_migrations, migrate, pending_migrations
+from .connection import IN_MEMORY, connect
+from .errors import StoreError, opening_errors, store_error
+from .migrations import applied_migrations, migrate, pending_migrations
 from .schema import schema_problems
 from .sqlite_utils_without_numpy import sqlite_utils
 
@@ -52,10 +52,6 @@ BEHIND_AUTOCHECKPOINT_PAGES = 16384
 behind (:meth:`Store.fold_jobs_behind`) folds it in itself, on the thread that commits."""
 
 
-class StoreError(Exception):
-    pass
-
-
 def _is_file(path: Path) -> bool:
     """``path.is_file()``, raising :class:`StoreError` where the path cannot even be looked up (a
     name too long for the file system, say), which ``is_file`` lets through as an OSError."""
@@ -64,31 +60,6 @@ def _is_file(path: Path) -> bool:
     except OSError as exc:
         raise StoreError(f"{path}: cannot be looked up ({exc.strerror}); fix: pass --db the path "
                          "of a store written by vcrime-audit") from None
-
-
-def sqlite_message(exc: BaseException) -> str:
-    """What SQLite said. Python raises UnicodeDecodeError in place of SQLite's error when the
-    message is not UTF-8: a damaged schema's message quotes the damaged bytes."""
-    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
-        return exc.object.decode("utf-8", "replace")
-    return str(exc)
-
-
-DAMAGED_FIX = ("fix: check it with `vcrime-audit verify`, restore it from a copy, or replay its "
-               "cassettes into a new store")
-
-
-def store_error(path: object, exc: BaseException, what: str = "cannot be read or written") -> StoreError:
-    """What SQLite raised while a store was read or written, as one line naming the store and the
-    fix: a lock held too long, a full disk, or (anything else) a damaged file."""
-    message = sqlite_message(exc)
-    if "locked" in message or "busy" in message:
-        return StoreError(f"{path}: another process held it locked for {BUSY_TIMEOUT_S:g} s "
-                          f"({message}); fix: let that process finish, or use another store")
-    if "disk is full" in message:
-        return StoreError(f"{path}: {what} ({message}); fix: free disk space where it lies and "
-                          "run the command again")
-    return StoreError(f"{path}: {what} ({message}); {DAMAGED_FIX}")
 
 
 class Store:
@@ -134,10 +105,10 @@ class Store:
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
             self.migrated = []
             return
-        with self._named_errors():
+        with opening_errors(self.path):
             self.db = sqlite_utils.Database(connect(self.path, readonly, self._memory))
         try:
-            with self._named_errors():
+            with opening_errors(self.path):
                 problems = self._migrate_and_check(readonly)
             if problems:
                 raise StoreError(f"{self.path}: damaged store: {problems[0]}"
@@ -164,21 +135,6 @@ class Store:
         pending_migrations(applied)
         self.migrated = [] if readonly else migrate(self.db)
         return schema_problems(self.db.conn)
-
-    @contextmanager
-    def _named_errors(self) -> Iterator[None]:
-        """SQLite's and the migrations' errors as one :class:`StoreError` line naming the store."""
-        try:
-            yield
-        except NewerSchemaError as exc:
-            raise StoreError(f"{self.path}: written by a newer vcrime-audit (schema migration(s) "
-                             f"{exc} unknown to version {__version__}); fix: upgrade vcrime-audit, "
-                             "or use another store") from None
-        except UnreadableLog as exc:
-            raise StoreError(f"{self.path}: {exc}") from None
-        except (sqlite3.DatabaseError, OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"{self.path}: not a usable SQLite store ({sqlite_message(exc)}); fix: "
-                             "point --db at a vcrime-audit store or a new file") from None
 
     @classmethod
     def open_existing(cls, path: Path | str) -> Store:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .. import __version__
 from .connection import connect
-from .db import Store, sqlite_message
+from .db import Store
+from .errors import sqlite_message
 from .migrations import NewerSchemaError, applied_migrations, pending_migrations
 from .schema import schema_problems
 

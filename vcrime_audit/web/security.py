@@ -112,7 +112,7 @@ def store_failure_handlers(path: Path) -> dict[Any, Callable[[Request, Exception
     of a bare 500. Nothing the request was to save is saved (its transaction rolled back)."""
     from html import escape
 
-    from ..store.db import store_error
+    from ..store.errors import store_error
 
     def handler(request: Request, exc: Exception) -> Response:
         line = str(store_error(path, exc))
