@@ -375,3 +375,22 @@ def test_a_job_whose_rows_cannot_be_read_is_named_and_the_others_verified(demo_s
             "from a copy, or replay its cassettes into a new store") for line in lines), out
     assert sum(line.startswith("verified ") for line in lines) == 2, out
     assert any(line.startswith("store problem: integrity_check:") for line in lines), out
+
+
+def test_a_verify_that_fails_holds_no_file_of_its_store_afterwards(demo_store, tmp_path):
+    """The runs cannot be listed: the integrity check, started beside the runs on its own thread
+    and connection, is stopped, and its connection closed before the command returns (it was
+    still open then: CI's generated damaged stores found it)."""
+    from tests.conftest import open_under
+    from tests.damage import zero_table_pages
+
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    db = folder / "s.sqlite"
+    shutil.copyfile(demo_store, db)
+    zero_table_pages(db, "runs")
+    for _ in range(5):
+        code, out = verify("--db", str(db), str(CASSETTES))
+        assert code == 2 and out.startswith(f"error: {db}: cannot be read or written (database disk "
+                                            "image is malformed)"), out
+        assert open_under(folder) == []

@@ -84,6 +84,7 @@ class IntegrityCheck:
 
     def cancel(self) -> None:
         """Stop the check: the statement aborts at its next progress look (raising "interrupted"
-        on its thread), or never starts."""
+        on its thread), or never starts. Returns once its thread has closed its connection (a
+        millisecond or so): a command that fails here must hold no file open when it returns."""
         self._cancelled.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
