@@ -213,3 +213,17 @@ def test_a_command_writing_into_a_damaged_store_names_it_in_one_line(tmp_path):
         f"error: {db}: cannot be read or written (database disk image is malformed); fix: check it "
         "with `vcrime-audit verify`, restore it from a copy, or replay its cassettes into a new store")
     assert open_under(tmp_path) == []
+
+
+def test_a_migration_row_whose_name_is_not_text_is_named(tmp_path):
+    """A damaged _migrations row read as NULL or bytes: a TypeError traceback before."""
+    db = tmp_path / "s.sqlite"
+    Store(db).close()
+    for value in (None, b"\x07"):  # a number would be stored as text (the column's affinity)
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE _migrations SET name = ? WHERE rowid = (SELECT MIN(rowid) FROM "
+                         "_migrations)", [value])
+        done = CliRunner().invoke(app, ["runs", "--db", str(db)])
+        assert done.exit_code == 2 and done.output == (
+            f"error: {db}: not a usable SQLite store (_migrations holds a name that is not text: "
+            f"{value!r}); fix: point --db at a vcrime-audit store or a new file\n"), done.output

@@ -182,7 +182,11 @@ def applied_migrations(conn: sqlite3.Connection) -> set[str] | None:
                           "'_migrations'").fetchone()
     if not exists:
         return None
-    return {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    names = [row[0] for row in conn.execute("SELECT name FROM _migrations")]
+    damaged = [name for name in names if not isinstance(name, str)]
+    if damaged:  # a page overwritten: no version of vcrime-audit wrote these
+        raise sqlite3.DatabaseError(f"_migrations holds a name that is not text: {damaged[0]!r}")
+    return set(names)
 
 
 def pending_migrations(done: set[str] | None) -> list[Callable[[sqlite_utils.Database], None]]:
